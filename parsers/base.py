@@ -1,0 +1,41 @@
+"""The parser contract.
+
+A parser turns the lines of one stream (one file, in order) into records. It is pure: no I/O, no
+logging, no clock, and it never raises, whatever the input (garbage, NUL bytes, a 10 MB line).
+It may keep state between lines of the same stream (a multi-line traceback, a CSV header); one
+instance serves one stream, so state never leaks between files.
+
+A record is a plain dict: `kind` and `line` (1-based line number in its file) always, `ts` (ISO-8601
+without zone, exactly as logged) where the line has one, then the fields of that kind
+(see DESIGN.md, "Records").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+Record = dict[str, Any]
+
+
+@dataclass(slots=True)
+class ParseHealth:
+    """What a parser has seen of its stream, for the dashboard's parse-health view."""
+
+    lines: int = 0
+    records: int = 0
+    unparsed: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"lines": self.lines, "records": self.records, "unparsed": self.unparsed}
+
+
+class LineParser(Protocol):
+    """One stream's parser. `feed` never raises; `flush` emits whatever is still held."""
+
+    name: ClassVar[str]
+    health: ParseHealth
+
+    def feed(self, line_no: int, text: str) -> list[Record]: ...
+
+    def flush(self) -> list[Record]: ...
