@@ -54,6 +54,15 @@ class FileStat:
 
 
 @dataclass(frozen=True, slots=True)
+class CommandResult:
+    """What a command run on a host returned."""
+
+    exit_status: int
+    stdout: bytes
+    stderr: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Line:
     """One complete line of a followed file.
 
@@ -79,5 +88,10 @@ class Transport(Protocol):
     def read(self, path: str, offset: int, length: int) -> bytes: ...
 
     def glob(self, pattern: str) -> list[str]: ...
+
+    def run(self, argv: list[str], timeout: float = 30.0, stdin: bytes = b"") -> CommandResult:
+        """Run one command. `argv` is never interpreted by a shell unquoted: the SSH transport
+        quotes every element for the remote POSIX shell."""
+        ...
 
     def close(self) -> None: ...

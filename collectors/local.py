@@ -1,0 +1,45 @@
+"""File access on this machine: the demo's transport, and the reference the SSH one is tested against."""
+
+from __future__ import annotations
+
+import glob as globmod
+import os
+import subprocess
+
+from collectors.base import CollectorError, CommandResult, FileStat, SourceMissing
+
+
+class LocalTransport:
+    name = "local"
+
+    def stat(self, path: str) -> FileStat:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError as exc:
+            raise SourceMissing(path) from exc
+        except OSError as exc:
+            raise CollectorError(f"{path}: {exc.strerror}") from exc
+        return FileStat(inode=st.st_ino, size=st.st_size)
+
+    def read(self, path: str, offset: int, length: int) -> bytes:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                return handle.read(length)
+        except FileNotFoundError as exc:
+            raise SourceMissing(path) from exc
+        except OSError as exc:
+            raise CollectorError(f"{path}: {exc.strerror}") from exc
+
+    def glob(self, pattern: str) -> list[str]:
+        return sorted(globmod.glob(os.path.expanduser(pattern)))
+
+    def run(self, argv: list[str], timeout: float = 30.0, stdin: bytes = b"") -> CommandResult:
+        try:
+            done = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CollectorError(f"{argv[0]}: {exc}") from exc
+        return CommandResult(done.returncode, done.stdout, done.stderr)
+
+    def close(self) -> None:
+        return None
