@@ -1,0 +1,1 @@
+"""Subcommands of `kvwatch`. Each module has NAME, HELP, add_arguments(parser) and run(args) -> int."""

@@ -1,0 +1,1 @@
+"""Collectors: transports (local, SSH) and tails that turn followed files into Lines."""

@@ -1,0 +1,1 @@
+"""A simulated SGLang server and client: the GPU stack this machine does not have."""
