@@ -25,6 +25,10 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS tail_state (
         host TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, state TEXT NOT NULL,
         PRIMARY KEY (host, source, path))""",
+    """CREATE TABLE IF NOT EXISTS documents (
+        kind TEXT NOT NULL, key TEXT NOT NULL, host TEXT NOT NULL, t REAL NOT NULL, data TEXT NOT NULL,
+        PRIMARY KEY (kind, key))""",
+    "CREATE INDEX IF NOT EXISTS documents_kind_host ON documents (kind, host, t)",
 )
 
 
@@ -117,6 +121,23 @@ class SqliteStore:
         with self._lock:
             rows = self._db.execute("SELECT DISTINCT metric FROM samples WHERE host = ?", (host,)).fetchall()
         return sorted(r[0] for r in rows)
+
+    def put_document(self, kind: str, key: str, host: str, t: float, data: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO documents (kind, key, host, t, data) VALUES (?, ?, ?, ?, ?)",
+                (kind, key, host, t, json.dumps(data)),
+            )
+
+    def documents(self, kind: str, host: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT key, host, t, data FROM documents WHERE kind = ?"
+        params: list[Any] = [kind]
+        if host is not None:
+            sql += " AND host = ?"
+            params.append(host)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY t, key", params).fetchall()
+        return [{"key": k, "host": h, "t": t, "data": json.loads(d)} for k, h, t, d in rows]
 
     def close(self) -> None:
         with self._lock:
