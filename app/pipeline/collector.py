@@ -12,7 +12,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from app.bus import EventBus
 from app.config import HostConfig
@@ -33,7 +33,6 @@ class FollowedFile:
     tail: Tail
     parser: LineParser | None  # None for output files: their lines are counted, not parsed
     health: SourceHealth
-    aggregator: RankAggregator = field(default_factory=RankAggregator)
 
 
 class HostCollector:
@@ -52,6 +51,8 @@ class HostCollector:
         self.interval = interval
         self.health = HostHealth()
         self.files: dict[tuple[str, str], FollowedFile] = {}
+        # One per host: a host series combines every rank's (or every output file's) latest value.
+        self.aggregator = RankAggregator()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"collector-{host.name}", daemon=True)
 
@@ -115,6 +116,8 @@ class HostCollector:
                 self.files[key].tail.transport = transport
                 continue
             state = TailState.from_dict(self.store.load_state(self.host.name, source, path))
+            if source == "outputs":
+                self.aggregator.seed("completions", path, float(state.line_no))
             self.files[key] = FollowedFile(
                 source=source,
                 tail=Tail(transport, path, source, state),
@@ -141,7 +144,7 @@ class HostCollector:
         if followed.parser is None:  # output files: count complete lines, never parse them
             last = lines[-1]
             batch.samples.append(Sample("completions", followed.tail.path, time.time(), float(last.line_no)))
-            batch.samples.extend(followed.aggregator.host_samples(batch.samples))
+            batch.samples.extend(self.aggregator.host_samples(batch.samples))
             return len(lines), 0
         before = followed.parser.health.unparsed
         count = 0
@@ -149,7 +152,7 @@ class HostCollector:
             for record in followed.parser.feed(line.line_no, line.text):
                 samples, events = record_rows(record)
                 batch.samples.extend(samples)
-                batch.samples.extend(followed.aggregator.host_samples(samples))
+                batch.samples.extend(self.aggregator.host_samples(samples))
                 batch.events.extend(events)
                 count += 1
         return count, followed.parser.health.unparsed - before

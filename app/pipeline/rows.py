@@ -75,6 +75,10 @@ class RankAggregator:
     def __init__(self) -> None:
         self._latest: dict[str, dict[str, float]] = {}
 
+    def seed(self, metric: str, rank: str, value: float) -> None:
+        """Know a part's value without emitting (an output file already counted before a restart)."""
+        self._latest.setdefault(metric, {})[rank] = value
+
     def host_samples(self, samples: list[Sample]) -> list[Sample]:
         out: list[Sample] = []
         for sample in samples:
