@@ -13,5 +13,5 @@ def open_transport(host: HostConfig) -> Transport:
     from collectors.ssh import SshTarget, SshTransport
 
     target = SshTarget.parse(host.ssh, identity_file=host.identity_file, known_hosts=host.known_hosts)
-    transport: Transport = SshTransport(target)
+    transport: Transport = SshTransport(target, name=host.name).connect()
     return transport
