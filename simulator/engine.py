@@ -40,6 +40,15 @@ class Request:
     first_token_t: float | None = None
     finished_t: float | None = None
     retractions: int = 0
+    original_prompt: int = 0
+
+    def __post_init__(self) -> None:
+        self.original_prompt = self.original_prompt or self.prompt_tokens
+
+    @property
+    def total_generated(self) -> int:
+        """Output tokens so far, including those folded into the prompt by a retraction."""
+        return self.generated + self.prompt_tokens - self.original_prompt
 
     def held(self) -> int:
         return self.prompt_tokens + self.generated
