@@ -24,7 +24,7 @@ from typing import Any
 from simulator.workload import DATASETS, Dataset, OutputSink, sample_lengths, tqdm_line
 
 CHARS_PER_TOKEN = 4
-RETRY_PAUSE_S = 2.0
+RETRY_PAUSE_S = 1.0
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

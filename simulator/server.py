@@ -218,6 +218,9 @@ def open_log(args: argparse.Namespace) -> TextIO:
 
 def main(argv: list[str] | None = None) -> int:
     args = flags.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.sim_pid_file is not None:
+        args.sim_pid_file.parent.mkdir(parents=True, exist_ok=True)
+        args.sim_pid_file.write_text(f"{os.getpid()}\n", encoding="utf-8")
     return SimServer(args, open_log(args)).run()
 
 
