@@ -73,8 +73,9 @@ class EngineConfig:
     cuda_graph_max_bs: int = 256
     init_new_token_ratio: float = 0.7
     # fitted (SGLang: 0.1 x conservativeness) so saturated runs sit at usage 0.96-0.98 as measured
-    min_new_token_ratio: float = 0.02
+    min_new_token_ratio: float = 0.01
     new_token_ratio_decay_steps: int = 600
+    retract_ratio_rise: float = 0.01
     step_jitter: float = 0.08
     dp_rank: int | None = None
     seed: int = 0
@@ -263,7 +264,9 @@ class Engine:
         old = self.ratio
         decoded = sum(r.generated for r in self.running) + RETRACT_DECODE_STEPS * len(self.running)
         total_max = sum(r.max_new_tokens for r in self.running) or 1
-        self.ratio = min(1.0, max(decoded / total_max, old))
+        # SGLang's estimate, its rise capped (fitted): uncapped, admission stalls long enough after each
+        # retraction for usage to sag below the 0.96 the run sustained
+        self.ratio = min(1.0, max(min(decoded / total_max, old + self.cfg.retract_ratio_rise), old))
         gained = sum(r.prompt_tokens for r in retracted)
         message = logfmt.retract_line(self.log.fmt, len(retracted), gained, old, self.ratio)
         self.log.all_ranks(self.t, message, dp_rank=self.cfg.dp_rank)
