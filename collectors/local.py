@@ -41,5 +41,17 @@ class LocalTransport:
             raise CollectorError(f"{argv[0]}: {exc}") from exc
         return CommandResult(done.returncode, done.stdout, done.stderr)
 
+    def find_inode(self, directory: str, inode: int) -> str | None:
+        """The file in `directory` with this inode (a log renamed away by rotation), or None."""
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    # d_ino from readdir differs from st_ino on overlayfs: stat each entry
+                    if entry.is_file() and entry.stat().st_ino == inode:
+                        return entry.path
+        except OSError:
+            return None
+        return None
+
     def close(self) -> None:
         return None
