@@ -1,7 +1,7 @@
 """An exact tail of one path over any Transport.
 
-`poll()` returns the complete lines that appeared since the last call and the TailState to commit
-*with* them (one store transaction). Resuming from a committed state re-reads nothing twice and
+`poll()` returns the complete lines that appeared since the last call; `tail.state` is then the
+TailState to commit *with* them (one store transaction). Resuming from a committed state re-reads nothing twice and
 skips nothing: the state names the file (inode, head fingerprint, marker before the offset), so a
 file rotated, truncated, regrown or replaced while we were away is recognised.
 
@@ -65,15 +65,16 @@ class Tail:
         self.max_line = max_line
         self.stats = TailStats()
         self.behind = False  # more bytes were available than one poll reads
-        self.state = state
-        self._restore(state)
+        self.state: TailState | None = state if state is not None and state.generation > 0 else None
+        self._restore(self.state)
 
     # -- public -----------------------------------------------------------------------------
-    def poll(self) -> tuple[list[Line], TailState | None]:
-        """Complete new lines, and the state to commit together with them.
+    def poll(self) -> list[Line]:
+        """Complete new lines; afterwards `self.state` is the state to commit together with them.
 
         On a CollectorError nothing is half-done: the tail rewinds to the last returned state
         (in-memory fragments are dropped and re-read), so the caller may simply poll again.
+        If the caller fails to commit, it calls `rewind(committed_state)`.
         """
         try:
             lines = self._poll()
@@ -82,7 +83,12 @@ class Tail:
             raise
         self.state = self._snapshot()
         self.stats.lines += len(lines)
-        return lines, self.state
+        return lines
+
+    def rewind(self, state: TailState | None) -> None:
+        """Go back to a committed state (the store refused the last batch)."""
+        self.state = state if state is not None and state.generation > 0 else None
+        self._restore(self.state)
 
     def rebind(self, transport: Transport) -> None:
         """Continue on a new connection from the last returned state."""

@@ -31,22 +31,31 @@ class DrainState:
 
 @dataclass(frozen=True, slots=True)
 class TailState:
-    generation: int
-    inode: int
-    offset: int  # resumable: just past the last complete line
-    line_no: int  # complete lines in this generation
+    """generation 0 (the default) means "nothing followed yet"."""
+
+    generation: int = 0
+    inode: int = 0
+    offset: int = 0  # resumable: just past the last complete line
+    line_no: int = 0  # complete lines in this generation
     fingerprint: str = ""  # digest of the first head_len bytes
     head_len: int = 0
     marker: str = ""  # digest of bytes [offset - min(offset, MARKER_BYTES), offset)
     draining: DrainState | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready; the store keeps it as is and gives it back to `from_dict`."""
         return asdict(self)
 
+    to_dict = as_dict
+
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TailState:
+    def from_dict(cls, data: dict[str, Any] | None) -> TailState:
+        """Unknown keys are ignored (older/newer kvwatch); missing ones take their defaults."""
+        if not data:
+            return cls()
+        names = set(cls.__dataclass_fields__) - {"draining"}
+        fields = {k: v for k, v in data.items() if k in names}
         drain = data.get("draining")
-        fields = {k: v for k, v in data.items() if k != "draining"}
         return cls(**fields, draining=DrainState(**drain) if drain else None)
 
     def with_(self, **changes: Any) -> TailState:

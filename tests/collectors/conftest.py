@@ -1,6 +1,4 @@
-"""The sshd fixture comes from the shared plugin; imported here until tests/conftest.py registers it.
-
-`transport` runs a test once on this machine's files and once over a real SSH connection: the tail
+"""`transport` runs a test once on this machine's files and once over a real SSH connection: the tail
 must behave identically on both.
 """
 
@@ -12,9 +10,7 @@ import pytest
 
 from collectors.base import Transport
 from collectors.local import LocalTransport
-from tests.fixtures.sshd import Sshd, sshd
-
-__all__ = ["sshd"]
+from tests.fixtures.sshd import Sshd
 
 
 @pytest.fixture(params=["local", "ssh"])

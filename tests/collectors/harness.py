@@ -30,7 +30,8 @@ class Sink:
         self.state: TailState | None = None
 
     def poll(self, tail: Tail) -> list[Line]:
-        lines, state = tail.poll()
+        lines = tail.poll()
+        state = tail.state
         for line in lines:
             key = (line.generation, line.offset)
             assert key not in self.keys, f"stored twice: {line}"
