@@ -53,16 +53,25 @@ class LineSplitter:
         else:
             start = 0
         parts = data[start:].split(b"\n")
-        rest = parts.pop()
-        end = base + start
+        self._hold(parts.pop())
+        self._emit_many(lines, parts, base + start)
+        return lines
+
+    def _emit_many(self, out: list[Line], parts: list[bytes], end: int) -> None:
+        """The hot loop of a catch-up: kept flat, a tuple built directly per line."""
+        new, source, generation, line_no = tuple.__new__, self.source, self.generation, self.line_no
         for raw in parts:
             end += len(raw) + 1
-            if len(raw) > self.max_line:
-                self._emit(lines, raw[: self.max_line], end, True)
-            else:
-                self._emit(lines, raw, end, False)
-        self._hold(rest)
-        return lines
+            if len(raw) > self.max_line or raw.endswith(b"\r") or not raw.isascii():
+                self.line_no = line_no
+                self._emit(out, raw[: self.max_line], end, len(raw) > self.max_line)
+                line_no = self.line_no
+                continue
+            line_no += 1
+            out.append(new(Line, (source, generation, end, line_no, raw.decode())))
+        self.line_no = line_no
+        if parts:
+            self.offset = end
 
     def _hold(self, data: bytes) -> None:
         room = self.max_line - len(self._frag)

@@ -21,6 +21,15 @@ class LocalTransport:
             raise CollectorError(f"{path}: {exc.strerror}") from exc
         return FileStat(inode=st.st_ino, size=st.st_size)
 
+    def stat_many(self, paths: list[str]) -> dict[str, FileStat | None]:
+        out: dict[str, FileStat | None] = {}
+        for path in paths:
+            try:
+                out[path] = self.stat(path)
+            except SourceMissing:
+                out[path] = None
+        return out
+
     def read(self, path: str, offset: int, length: int) -> bytes:
         try:
             with open(path, "rb") as handle:

@@ -33,6 +33,13 @@ from collectors.tail_state import HEAD_BYTES, MARKER_BYTES, DrainState, TailStat
 READ_CHUNK = 8 << 20  # per poll and file: one busy file cannot starve the others
 
 
+class Unknown:
+    """Marks "no stat given": poll() stats the path itself."""
+
+
+UNKNOWN = Unknown()
+
+
 @dataclass
 class TailStats:
     bytes_read: int = 0
@@ -69,15 +76,16 @@ class Tail:
         self._restore(self.state)
 
     # -- public -----------------------------------------------------------------------------
-    def poll(self) -> list[Line]:
+    def poll(self, stat: FileStat | Unknown | None = UNKNOWN) -> list[Line]:
         """Complete new lines; afterwards `self.state` is the state to commit together with them.
 
         On a CollectorError nothing is half-done: the tail rewinds to the last returned state
         (in-memory fragments are dropped and re-read), so the caller may simply poll again.
         If the caller fails to commit, it calls `rewind(committed_state)`.
+        `stat`: the path's stat if the caller already has it (`Transport.stat_many`; None = missing).
         """
         try:
-            lines = self._poll()
+            lines = self._poll(stat)
         except CollectorError:
             self._restore(self.state)
             raise
@@ -137,9 +145,9 @@ class Tail:
         self._verify = False
 
     # -- one poll ---------------------------------------------------------------------------
-    def _poll(self) -> list[Line]:
+    def _poll(self, known: FileStat | Unknown | None) -> list[Line]:
         self._early: list[Line] = []
-        st = self._stat(self.path)
+        st = self._stat(self.path) if isinstance(known, Unknown) else known
         if self._cur is None:
             if st is None:
                 return []
