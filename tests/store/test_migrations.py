@@ -9,7 +9,8 @@ from app.store import open_store
 from app.store.schema import LATEST_VERSION
 
 SKELETON_SCHEMA = """
-CREATE TABLE samples (host TEXT NOT NULL, metric TEXT NOT NULL, rank TEXT NOT NULL, t REAL NOT NULL, v REAL NOT NULL);
+CREATE TABLE samples (host TEXT NOT NULL, metric TEXT NOT NULL, rank TEXT NOT NULL,
+    t REAL NOT NULL, v REAL NOT NULL);
 CREATE INDEX samples_series ON samples (host, metric, rank, t);
 CREATE TABLE events (id INTEGER PRIMARY KEY, host TEXT NOT NULL, source TEXT NOT NULL, kind TEXT NOT NULL,
     t REAL NOT NULL, line INTEGER NOT NULL, data TEXT NOT NULL);

@@ -19,11 +19,13 @@ def test_commit_writes_samples_events_and_state_together(store: Store) -> None:
     store.commit(batch([Sample("token_usage", "", 100.0, 0.5), Sample("token_usage", "DP1", 100.0, 0.7)],
                        [EventRow("event", 100.0, 3, {"event": "ready"})], offset=42))
     t, v = store.series("gpu1", "token_usage")
-    assert t.tolist() == [100.0] and v.tolist() == [0.5]
+    assert t.tolist() == [100.0]
+    assert v.tolist() == [0.5]
     assert store.series("gpu1", "token_usage", rank="DP1")[1].tolist() == [0.7]
     assert store.load_state("gpu1", "server_log", "/logs/server.log") == {"offset": 42, "generation": 1}
     [event] = store.events("gpu1")
-    assert (event["kind"], event["event"], event["line"], event["source"]) == ("event", "ready", 3, "server_log")
+    assert (event["kind"], event["event"], event["line"]) == ("event", "ready", 3)
+    assert event["source"] == "server_log"
     assert store.ranks("gpu1", "token_usage") == ["", "DP1"]
 
 
@@ -50,10 +52,12 @@ def test_failed_commit_leaves_nothing_behind(store: Store) -> None:
 def test_series_window_is_since_exclusive_until_inclusive(store: Store) -> None:
     store.commit(batch([Sample("token", "", float(t), float(t * 10)) for t in range(10)]))
     t, v = store.series("gpu1", "token", since=3.0, until=6.0)
-    assert t.tolist() == [4.0, 5.0, 6.0] and v.tolist() == [40.0, 50.0, 60.0]
+    assert t.tolist() == [4.0, 5.0, 6.0]
+    assert v.tolist() == [40.0, 50.0, 60.0]
     assert store.extent("gpu1", "token") == (0.0, 9.0)
     assert store.latest("gpu1", "token") == (9.0, 90.0)
-    assert store.latest("gpu1", "nothing") is None and store.extent("gpu1", "nothing") is None
+    assert store.latest("gpu1", "nothing") is None
+    assert store.extent("gpu1", "nothing") is None
 
 
 def test_rollup_keeps_each_buckets_extremes_at_their_times(store: Store) -> None:
@@ -71,7 +75,8 @@ def test_rollup_keeps_each_buckets_extremes_at_their_times(store: Store) -> None
         inside = buckets == bucket
         got = v[(t >= bucket) & (t < bucket + 60)]
         assert sorted(got.tolist()) == [values[inside].min(), values[inside].max()]
-    assert v.max() == values.max() and v.min() == values.min()
+    assert v.max() == values.max()
+    assert v.min() == values.min()
     assert t[np.argmax(v)] == 1000.0 + int(np.argmax(values))
     # Every returned point is a real sample.
     lookup = dict(zip((1000.0 + np.arange(1800)).tolist(), values.tolist(), strict=True))
@@ -81,7 +86,8 @@ def test_rollup_keeps_each_buckets_extremes_at_their_times(store: Store) -> None
 def test_rollup_window_and_prune_keep_old_windows_drawable(store: Store) -> None:
     store.commit(batch([Sample("queue_req", "", float(t), float(t % 7)) for t in range(0, 3600)]))
     t, _ = store.rollup("gpu1", "queue_req", 600, since=1000.0, until=2000.0)
-    assert t.min() > 1000.0 and t.max() <= 2000.0
+    assert t.min() > 1000.0
+    assert t.max() <= 2000.0
     assert store.prune(before=1800.0) == 1800
     assert store.series("gpu1", "queue_req")[0].min() == 1800.0
     assert store.rollup("gpu1", "queue_req", 600)[0].min() < 600.0
@@ -95,8 +101,10 @@ def test_documents_by_kind_and_host_in_time_order(store: Store) -> None:
     store.put_document("run", "r1", "gpu1", 11.0, {"flags": {"tp": 4}})
     docs = store.documents("run", host="gpu1")
     assert [d["key"] for d in docs] == ["r1", "r2"]
-    assert docs[0]["data"] == {"flags": {"tp": 4}} and docs[0]["t"] == 11.0
-    assert len(store.documents("run")) == 3 and store.documents("alert") == []
+    assert docs[0]["data"] == {"flags": {"tp": 4}}
+    assert docs[0]["t"] == 11.0
+    assert len(store.documents("run")) == 3
+    assert store.documents("alert") == []
 
 
 def test_reopening_keeps_data_and_schema_version(store_url: str) -> None:
