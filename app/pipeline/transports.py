@@ -10,7 +10,7 @@ from collectors.local import LocalTransport
 def open_transport(host: HostConfig) -> Transport:
     if host.is_local:
         return LocalTransport()
-    from collectors.ssh import SshTransport, SshTarget
+    from collectors.ssh import SshTarget, SshTransport
 
     target = SshTarget.parse(host.ssh, identity_file=host.identity_file, known_hosts=host.known_hosts)
     return SshTransport(target)
