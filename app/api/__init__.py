@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api import hosts, series, stream
+from app.api import events, export, hosts, metrics, series, stream
 
-ROUTERS: tuple[APIRouter, ...] = (hosts.router, series.router, stream.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    hosts.router, series.router, events.router, export.router, metrics.router, stream.router,
+)
