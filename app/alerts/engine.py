@@ -185,12 +185,17 @@ class AlertEngine:
 
     def _rearm(self, host: str, now: float) -> list[Change]:
         reason = self._mutes.pop(host).reason
-        self.store.put_document(MUTE_DOC, host, host, now, {"host": host, "until": 0.0, "reason": reason})
         fresh = self._fresh[host]
-        fresh.refresh(self.store, host, now)  # skip everything logged while muted
+        fresh.refresh(self.store, host, now)
         fresh.rearm(now)
-        self._readers[host].cache.clear()  # a new run: a new steady state
         latest = fresh.marks.get("token_usage")
+        # Everything logged up to now belongs to the old run or the restart itself: windows, the
+        # steady state and event counts of the new run start after it.
+        reader = self._readers[host]
+        reader.cache.clear()
+        reader.floor = max(latest or 0.0, fresh.marks.get("events") or 0.0) or None
+        doc = {"host": host, "until": 0.0, "reason": reason, "armed_at": reader.floor}
+        self.store.put_document(MUTE_DOC, host, host, now, doc)
         changes = []
         for rule in self.rules[host].values():
             alert = self._alert(host, rule.name)

@@ -29,24 +29,32 @@ class HostReader:
     store: Store
     host: str
     cache: dict[str, Any] = field(default_factory=dict)
+    floor: float | None = None  # log time the host was re-armed at: nothing before it counts
 
     def series(self, metric: str, since: float | None) -> tuple[Floats, Floats]:
-        return self.store.series(self.host, metric, since=since)
+        return self.store.series(self.host, metric, since=self._since(since))
 
     def server_events(self, names: tuple[str, ...], since: float | None) -> list[tuple[float, str]]:
-        rows = self.store.events(self.host, kinds=("event",), since=since, limit=EVENT_ROWS_LIMIT)
+        rows = self.store.events(
+            self.host, kinds=("event",), since=self._since(since), limit=EVENT_ROWS_LIMIT
+        )
         return [(float(r["t"]), str(r["event"])) for r in rows if r.get("event") in names]
 
     def run_start(self) -> float | None:
         """Log time of the latest `ready` event: where the current server run began."""
-        seen = self.cache.get("events_to")
+        seen = self._since(self.cache.get("events_to"))
         for t, _ in self.server_events(("ready",), seen):
             self.cache["ready"] = t
         latest = self.store.events(self.host, kinds=("event",), since=seen, limit=1)
         if latest:
             self.cache["events_to"] = float(latest[-1]["t"])
         ready: float | None = self.cache.get("ready")
-        return ready
+        return ready if ready is not None else self.floor
+
+    def _since(self, since: float | None) -> float | None:
+        if self.floor is None:
+            return since
+        return self.floor if since is None else max(since, self.floor)
 
 
 def threshold(reader: HostReader, rule: RuleSpec, start: float) -> list[Observation]:

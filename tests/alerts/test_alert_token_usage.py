@@ -52,7 +52,7 @@ def test_values_hovering_around_the_threshold_fire_once_and_do_not_flap(rig: Rig
     # once firing, nothing changes until usage really falls.
     assert [s for s in states if s in ("firing", "resolved")] == ["firing", "resolved"]
     assert states[states.index("firing") + 1 :] == ["resolved"]
-    resolved = [c.alert for c in rig.changes if c.alert.state == "resolved"][0]
+    resolved = next(c.alert for c in rig.changes if c.alert.state == "resolved")
     # It resolves keep_firing_for (300 s) after the last sample at or above stay_at (0.90).
     last_high = T0 + (6 + 360 - 1) * 5
     assert resolved.since == pytest.approx(last_high + 5 + 300)
