@@ -221,7 +221,8 @@ class AlertEngine:
         return Change(previous, copy.copy(alert), rule, self._public(alert))
 
     def _first_start(self, host: str) -> float | None:
-        latest = self._fresh[host].marks.get("token_usage")
+        marks = self._fresh[host].marks
+        latest = marks.get("token_usage") or marks.get("events")
         return None if latest is None else latest - FIRST_LOOKBACK_S
 
     def _alert(self, host: str, rule: str) -> AlertState:

@@ -146,10 +146,11 @@ def _steady_state(reader: HostReader, rule: RuleSpec, until: float) -> tuple[flo
     cached = reader.cache.get("steady")
     if cached is None or cached["since"] != since or cached["to"] > until:
         cached = {"since": since, "to": since, "tput": np.empty(0), "running": np.empty(0)}
-    for name, metric in (("tput", "gen_throughput"), ("running", "running_req")):
-        t, v = reader.series(metric, cached["to"])
-        cached[name] = np.concatenate((cached[name], v[t <= until]))
-    cached["to"] = until
+    if since is None or until > since:
+        for name, metric in (("tput", "gen_throughput"), ("running", "running_req")):
+            t, v = reader.series(metric, cached["to"])
+            cached[name] = np.concatenate((cached[name], v[t <= until]))
+        cached["to"] = until
     reader.cache["steady"] = cached
     if len(cached["tput"]) < rule.param("min_samples"):
         return None

@@ -91,6 +91,15 @@ class Rig:
             self.clock.advance(wall_step)
             self.engine.evaluate()
 
+    def play_lines(self, start: float, lines: list[dict[str, float]], step: float = 5.0) -> None:
+        """Decode lines: several metrics logged together, one line at a time."""
+        for i, line in enumerate(lines):
+            t = start + i * step
+            samples = [Sample(metric, "", t, v) for metric, v in line.items()]
+            self.store.commit(Batch(self.host.name, "server_log", "/server_log", samples=samples))
+            self.clock.advance(1.0)
+            self.engine.evaluate()
+
     def of(self, rule: str) -> list[str]:
         """The states `rule` went through, in order."""
         return [c.alert.state for c in self.changes if c.alert.rule == rule]
