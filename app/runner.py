@@ -9,6 +9,7 @@ from pathlib import Path
 
 import uvicorn
 
+from app.alerts import validate_alert_config
 from app.config import Config
 from app.errors import ConfigError
 from app.main import create_app
@@ -44,6 +45,7 @@ def database_path(config: Config) -> str:
 
 
 def build_services(config: Config) -> Services:
+    validate_alert_config(config)  # a bad [alerts] field stops the start with one line, before serving
     services = Services(config=config, store=open_store(database_path(config)))
     for host in config.hosts:
         services.collectors[host.name] = HostCollector(host, services.store, services.bus, open_transport)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api import events, export, hosts, metrics, series, stream
+from app.api import alerts, events, export, hosts, metrics, series, stream
 
 ROUTERS: tuple[APIRouter, ...] = (
-    hosts.router, series.router, events.router, export.router, metrics.router, stream.router,
+    hosts.router, series.router, events.router, export.router, metrics.router, stream.router, alerts.router,
 )
