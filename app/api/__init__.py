@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api import hosts, series, stream
+from app.api import compare, hosts, runs, series, stream
 
-ROUTERS: tuple[APIRouter, ...] = (hosts.router, series.router, stream.router)
+ROUTERS: tuple[APIRouter, ...] = (hosts.router, series.router, stream.router, runs.router, compare.router)
