@@ -28,7 +28,7 @@ def get_series(
     require_host(services, host)
     t, v = services.store.series(host, metric, rank=rank, since=since, until=until)
     if len(t) > max_points:
-        index = MinMaxLTTBDownsampler().downsample(t, v, n_out=max_points)
+        index = MinMaxLTTBDownsampler().downsample(t, v, n_out=max_points)  # type: ignore[no-untyped-call]
         t, v = t[index], v[index]
     points = np.column_stack((t, v)).tolist() if len(t) else []
     return {"host": host, "metric": metric, "rank": rank, "points": points}
