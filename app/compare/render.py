@@ -53,11 +53,13 @@ def cell(row: dict[str, Any], i: int, baseline: int) -> str:
     text = number(value, row["unit"])
     if row["p5"][i] is not None and not math.isclose(row["p5"][i], row["p95"][i]):
         text += f" ({number(row['p5'][i], row['unit'])}-{number(row['p95'][i], row['unit'])})"
-    change = row["change_pct"][i]
+    change, base = row["change_pct"][i], row["values"][baseline]
     if i != baseline and change is not None:
         text += f" {change:+.0f}%"
-        if row["within_noise"][i]:
-            text += " ≈"
+    elif i != baseline and base == 0:
+        text += f" (+{number(value, row['unit'])} vs 0)" if value > 0 else ""
+    if row["within_noise"][i]:
+        text += " ≈"
     return text
 
 

@@ -33,8 +33,8 @@ ROWS = (
 
 
 def flag_diff(runs: list[Run]) -> list[dict[str, Any]]:
-    """Flags whose value is not the same in every run (a flag missing from a run counts as None)."""
-    names = sorted({name for run in runs for name in run.flags})
+    """Flags whose value is not the same in every run (missing counts as None), in the order logged."""
+    names = list(dict.fromkeys(name for run in runs for name in run.flags))
     diff = []
     for name in names:
         values = [run.flags.get(name) for run in runs]
@@ -93,7 +93,7 @@ def build_row(spec: RowSpec, stats: list[RunStats], baseline: int) -> dict[str, 
         "kind": spec.kind,
         "values": values,
         "change_pct": [_change(v, values[baseline]) for v in values],
-        "within_noise": noise,
+        "within_noise": [None if i == baseline else n for i, n in enumerate(noise)],
         "status": status,
         "p5": [s.p5 if s else None for s in summaries],
         "p95": [s.p95 if s else None for s in summaries],

@@ -34,7 +34,7 @@ class RunSpec:
     truth: Truth
     duration_s: float = 3600.0
     warmup_s: float = 240.0  # time constant of the burst's decay
-    noise: float = 0.08  # relative sd of the stationary noise
+    noise: float = 0.05  # relative sd of the stationary noise
     burst: dict[str, float] = field(
         default_factory=lambda: {
             "gen_throughput": 1.8,
