@@ -86,15 +86,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         runs = _runs(store, hosts, args)
         if args.list:
-            text = "".join(
-                f"{r.id}\t{r.state}\t{' '.join(f'--{k} {v}' for k, v in r.flags.items())}\n" for r in runs
-            )
+            text = "".join(f"{r.id}\t{r.state}\t{' '.join(f'--{k} {v}' for k, v in r.flags.items())}\n" for r in runs)
         else:
             windows = dict(parse_window(w) for w in args.window)
             _, result = compare_runs(store, runs, args.baseline, windows, args.min_steady)
-            text = (
-                json.dumps(result, indent=2) + "\n" if args.format == "json" else render(result, args.format)
-            )
+            text = json.dumps(result, indent=2) + "\n" if args.format == "json" else render(result, args.format)
     finally:
         store.close()
     if args.output:

@@ -24,9 +24,7 @@ def parse_window(text: str) -> tuple[str, Window]:
         run, low, high = text.rsplit(":", 2)
         window = (float(low or 0), float(high) if high else None)
     except ValueError:
-        raise KvwatchError(
-            f"window {text!r}: expected RUN_ID:FROM:TO in seconds after the run's start"
-        ) from None
+        raise KvwatchError(f"window {text!r}: expected RUN_ID:FROM:TO in seconds after the run's start") from None
     if window[0] < 0 or (window[1] is not None and window[1] <= window[0]):
         raise KvwatchError(f"window {text!r}: FROM must be >= 0 and below TO")
     return run, window

@@ -41,11 +41,7 @@ def run_end(store: Store, run: Run) -> float:
     last = [
         float(t[-1])
         for m in STEADY_METRICS
-        if len(
-            t := store.series(
-                run.host, m, since=run.started_at, until=None if bound == float("inf") else bound
-            )[0]
-        )
+        if len(t := store.series(run.host, m, since=run.started_at, until=None if bound == float("inf") else bound)[0])
     ]
     return max(last) if last else (bound if bound != float("inf") else run.started_at)
 

@@ -91,9 +91,7 @@ def summarize_level(values: FloatArray, rng: np.random.Generator) -> Summary:
     values = values[~np.isnan(values)]
     replicates, block = block_bootstrap(values, _median, rng)
     p5, median, p95 = np.percentile(values, [5, 50, 95])
-    return Summary(
-        float(median), float(p5), float(p95), *_interval(replicates), len(values), block, replicates
-    )
+    return Summary(float(median), float(p5), float(p95), *_interval(replicates), len(values), block, replicates)
 
 
 def summarize_rate(counts: FloatArray, step: float, rng: np.random.Generator, bin_s: float = 60.0) -> Summary:

@@ -25,6 +25,8 @@ TARGET_BATCHES = 100
 MIN_BATCHES = 10
 DRIFT_SIGMAS = 4.0
 DRIFT_REL_TOL = 0.05  # a 5% difference between the halves of a window is never called drift
+# Nor is a difference below what the log can show: one request, one point of usage.
+DRIFT_ABS_TOL = {"running_req": 1.0, "queue_req": 1.0, "token_usage": 0.01}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +78,7 @@ def mser_cut(means: FloatArray) -> int:
     return int(np.argmin(score[:half]))
 
 
-def drifting(means: FloatArray) -> bool:
+def drifting(means: FloatArray, floor: float = 0.0) -> bool:
     """True when the window's two halves differ by more than noise (and more than DRIFT_REL_TOL)."""
     first, second = np.array_split(means, 2)
     if len(first) < 2 or len(second) < 2:
@@ -84,10 +86,10 @@ def drifting(means: FloatArray) -> bool:
     gap = abs(float(second.mean() - first.mean()))
     noise = float(np.sqrt(first.var(ddof=1) / len(first) + second.var(ddof=1) / len(second)))
     scale = max(abs(float(means.mean())), float(np.abs(means).max()) * 0.1, 1e-9)
-    return gap > DRIFT_SIGMAS * noise and gap > DRIFT_REL_TOL * scale
+    return gap > DRIFT_SIGMAS * noise and gap > DRIFT_REL_TOL * scale and gap > floor
 
 
-def metric_cut(values: FloatArray, start: float, step: float) -> tuple[float, bool]:
+def metric_cut(values: FloatArray, start: float, step: float, floor: float = 0.0) -> tuple[float, bool]:
     """(where this metric's warm-up ends, whether what follows still drifts)."""
     known = values[~np.isnan(values)]
     offset = len(values) - len(known)  # grid points before the metric's first sample
@@ -97,7 +99,7 @@ def metric_cut(values: FloatArray, start: float, step: float) -> tuple[float, bo
     means = batch_means(known, batches)
     size = len(known) // batches
     cut = mser_cut(means)
-    return start + step * (offset + cut * size), drifting(means[cut:])
+    return start + step * (offset + cut * size), drifting(means[cut:], floor)
 
 
 def find_window(
@@ -110,7 +112,7 @@ def find_window(
     cuts: dict[str, float] = {}
     drift = []
     for metric, values in present.items():
-        cuts[metric], moving = metric_cut(values, start, step)
+        cuts[metric], moving = metric_cut(values, start, step, DRIFT_ABS_TOL.get(metric, 0.0))
         if moving:
             drift.append(metric)
     begin = min(max(cuts.values()), end)
@@ -129,9 +131,7 @@ def find_window(
 def check_length(window: SteadyWindow, min_steady_s: float) -> SteadyWindow:
     if window.duration >= min_steady_s and window.duration > 0:
         return window
-    message = (
-        f"not enough steady data yet: {window.duration / 60:.1f} min steady, need {min_steady_s / 60:.1f} min"
-    )
+    message = f"not enough steady data yet: {window.duration / 60:.1f} min steady, need {min_steady_s / 60:.1f} min"
     return SteadyWindow(window.start, window.end, "too_short", window.auto, message, window.cuts)
 
 

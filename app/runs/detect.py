@@ -59,9 +59,7 @@ def _apply(run: Run, event: dict[str, Any]) -> None:
         run.failed_at = float(event["t"])
 
 
-def detect_runs(
-    host: str, events: Iterable[dict[str, Any]], first_sample_t: float | None = None
-) -> list[Run]:
+def detect_runs(host: str, events: Iterable[dict[str, Any]], first_sample_t: float | None = None) -> list[Run]:
     """Runs of one host from its server-log events in log order; `first_sample_t` opens a run for
     samples logged before any start was seen (collection began in the middle of a run)."""
     runs: list[Run] = []

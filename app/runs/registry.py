@@ -92,9 +92,7 @@ def list_runs(store: Store, host: str) -> list[Run]:
     """Every run of `host` in start order; the documents of kind "run" are brought up to date."""
     documents = {d["key"]: d["data"] for d in store.documents(RUN_DOC, host)}
     controller = [Run.from_dict(d) for d in documents.values() if d.get("source") == "controller"]
-    runs = merge_controller_runs(
-        detect_runs(host, _events(store, host), _first_sample(store, host)), controller
-    )
+    runs = merge_controller_runs(detect_runs(host, _events(store, host), _first_sample(store, host)), controller)
     for run in runs:
         data = run.as_dict()
         if documents.get(run.id) != data:

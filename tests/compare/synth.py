@@ -115,9 +115,7 @@ def run_lines(spec: RunSpec, t0: float, seed: int) -> tuple[list[str], float]:
     times = times[times < ready + spec.duration_s]
     levels = level_values(spec, times - ready, rng)
     admissions = ready + np.cumsum(
-        rng.exponential(
-            1 / spec.truth.completion_rate, int(spec.duration_s * spec.truth.completion_rate * 1.5) + 10
-        )
+        rng.exponential(1 / spec.truth.completion_rate, int(spec.duration_s * spec.truth.completion_rate * 1.5) + 10)
     )
     admissions = admissions[admissions < times[-1]]
     events = [(t, "d", i) for i, t in enumerate(times)] + [(t, "p", 0) for t in admissions]
@@ -135,9 +133,7 @@ def run_lines(spec: RunSpec, t0: float, seed: int) -> tuple[list[str], float]:
                 )
             )
         else:
-            lines.append(
-                prefill_line(t, levels["token_usage"][j], levels["running_req"][j], levels["queue_req"][j])
-            )
+            lines.append(prefill_line(t, levels["token_usage"][j], levels["running_req"][j], levels["queue_req"][j]))
     return lines, float(times[-1])
 
 
@@ -161,17 +157,13 @@ THREE_CONFIGS = (
             "hicache_size": 48,
         },
         376_000,
-        Truth(
-            gen_throughput=1380.0, running_req=150.0, token_usage=0.62, queue_req=0.0, completion_rate=0.34
-        ),
+        Truth(gen_throughput=1380.0, running_req=150.0, token_usage=0.62, queue_req=0.0, completion_rate=0.34),
     ),
 )
 EPOCH0 = dt.datetime(2026, 2, 24, 12, 0, tzinfo=dt.UTC).timestamp()
 
 
-def write_log(
-    path: Any, specs: tuple[RunSpec, ...], seed: int = 1, gap_s: float = 60.0
-) -> list[tuple[float, float]]:
+def write_log(path: Any, specs: tuple[RunSpec, ...], seed: int = 1, gap_s: float = 60.0) -> list[tuple[float, float]]:
     """Runs one after another in one log (restarts); returns each run's (start, ready) epoch times."""
     lines: list[str] = []
     t = EPOCH0

@@ -12,13 +12,26 @@ T0 = 1_771_934_400.0  # 2026-02-24 12:00:00 UTC
 
 
 def args(t: float, line: int, **flags: Any) -> dict[str, Any]:
-    return {"kind": "server_args", "t": t, "line": line, "source": "server_log",
-            "args": {"model_path": "/m", "port": 30000, **flags}}
+    return {
+        "kind": "server_args",
+        "t": t,
+        "line": line,
+        "source": "server_log",
+        "args": {"model_path": "/m", "port": 30000, **flags},
+    }
 
 
 def capacity(t: float, line: int, tokens: int, **tags: int) -> dict[str, Any]:
-    return {"kind": "capacity", "t": t, "line": line, "source": "server_log", "tags": tags,
-            "max_total_num_tokens": tokens, "max_running_requests": 150, "context_len": 262144}
+    return {
+        "kind": "capacity",
+        "t": t,
+        "line": line,
+        "source": "server_log",
+        "tags": tags,
+        "max_total_num_tokens": tokens,
+        "max_running_requests": 150,
+        "context_len": 262144,
+    }
 
 
 def event(t: float, line: int, name: str) -> dict[str, Any]:
@@ -30,9 +43,11 @@ def launch(t: float, line: int, tokens: int, **flags: Any) -> list[dict[str, Any
 
 
 def test_each_server_args_dump_starts_a_run_with_its_flags_and_capacity() -> None:
-    events = [*launch(T0, 1, 116_000, mem_fraction_static=0.85),
-              event(T0 + 500, 900, "retract"),
-              *launch(T0 + 3600, 5000, 159_000, mem_fraction_static=0.88, enable_hierarchical_cache=True)]
+    events = [
+        *launch(T0, 1, 116_000, mem_fraction_static=0.85),
+        event(T0 + 500, 900, "retract"),
+        *launch(T0 + 3600, 5000, 159_000, mem_fraction_static=0.88, enable_hierarchical_cache=True),
+    ]
     runs = detect_runs("gpu1", events)
     assert [r.started_at for r in runs] == [T0, T0 + 3600]
     assert runs[0].flags == {"model-path": "/m", "mem-fraction-static": 0.85}  # port: not a config choice
@@ -70,8 +85,10 @@ def test_crash_marks_the_run_failed_and_early_samples_get_a_run_of_their_own() -
 
 
 def commit_events(store: SqliteStore, host: str, events: list[dict[str, Any]]) -> None:
-    rows = [EventRow(e["kind"], e["t"], e["line"], {k: v for k, v in e.items()
-                                                   if k not in ("kind", "t", "line", "source")}) for e in events]
+    rows = [
+        EventRow(e["kind"], e["t"], e["line"], {k: v for k, v in e.items() if k not in ("kind", "t", "line", "source")})
+        for e in events
+    ]
     store.commit(Batch(host, "server_log", "/log", events=rows))
 
 

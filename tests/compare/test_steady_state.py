@@ -18,12 +18,13 @@ from tests.compare.synth import THREE_CONFIGS, RunSpec, write_log
 LEVELS = ("gen_throughput", "running_req", "token_usage", "queue_req")
 
 
-def stats_of(tmp_path: Path, spec: RunSpec, seed: int, name: str = "server", **kwargs: object) -> tuple[
-        RunStats, tuple[float, float]]:
+def stats_of(
+    tmp_path: Path, spec: RunSpec, seed: int, name: str = "server", **kwargs: object
+) -> tuple[RunStats, tuple[float, float]]:
     path = tmp_path / f"{name}.log"
-    (start, ready), = write_log(path, (spec,), seed=seed)
+    ((start, ready),) = write_log(path, (spec,), seed=seed)
     store, hosts = load_logs([path])
-    run, = list_runs(store, hosts[0])
+    (run,) = list_runs(store, hosts[0])
     return compute_run_stats(store, run, **kwargs), (start, ready)  # type: ignore[arg-type]
 
 
