@@ -8,10 +8,10 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from app.commands import demo, serve
+from app.commands import compare, demo, serve
 from app.errors import KvwatchError
 
-COMMANDS: tuple[ModuleType, ...] = (demo, serve)
+COMMANDS: tuple[ModuleType, ...] = (demo, serve, compare)
 
 
 def build_parser() -> argparse.ArgumentParser:
