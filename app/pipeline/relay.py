@@ -1,0 +1,86 @@
+"""For a web app that collects nothing itself (`kvwatch serve --no-collect`): what other processes
+write into the shared store is read back every few seconds and published on the live bus, in the
+same shapes the in-process collectors publish, so the page works the same in both set-ups.
+
+Samples are followed by timestamp per (host, metric): a sample stored late with an older
+timestamp than one already relayed (a catch-up after a reconnect) reaches the page on its next
+history load, not live.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from app.pipeline.heartbeat import stored_health
+from app.services import Services
+
+log = logging.getLogger(__name__)
+RUN_EVENT_KINDS = ("capacity", "server_args", "event")
+METRICS_REFRESH_S = 30.0
+
+
+class StoreRelay:
+    def __init__(self, services: Services, interval: float = 2.0) -> None:
+        self.services = services
+        self.interval = interval
+        self._last_t: dict[tuple[str, str], float] = {}
+        self._last_event_t: dict[str, float] = {}
+        self._last_state: dict[str, Any] = {}
+        self._metrics: dict[str, list[str]] = {}
+        self._metrics_at = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="store-relay", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(self.interval + 5)
+
+    def _run(self) -> None:
+        start = time.time()
+        while not self._stop.wait(self.interval):
+            try:
+                self.poll(start)
+            except Exception:  # the store may be briefly unreachable; the next poll catches up
+                log.exception("relay: cannot read the shared store")
+
+    def poll(self, start: float) -> None:
+        """One round: new samples, run events and health changes of every configured host."""
+        if time.time() - self._metrics_at > METRICS_REFRESH_S:
+            store = self.services.store
+            self._metrics = {h.name: store.metrics(h.name) for h in self.services.config.hosts}
+            self._metrics_at = time.time()
+        for host in self.services.config.hosts:
+            self._relay_samples(host.name, start)
+            self._relay_events(host.name, start)
+            self._relay_health(host.name)
+
+    def _relay_samples(self, host: str, start: float) -> None:
+        points: dict[str, list[list[float]]] = {}
+        for metric in self._metrics.get(host, []):
+            since = self._last_t.get((host, metric), start)
+            t, v = self.services.store.series(host, metric, since=since)
+            if len(t):
+                points[metric] = [[float(a), float(b)] for a, b in zip(t, v, strict=True)]
+                self._last_t[(host, metric)] = float(t[-1])
+        if points:
+            self.services.bus.publish("sample", {"host": host, "points": points})
+
+    def _relay_events(self, host: str, start: float) -> None:
+        since = self._last_event_t.get(host, start)
+        for event in self.services.store.events(host, kinds=RUN_EVENT_KINDS, since=since):
+            kind = event["kind"]
+            self.services.bus.publish("run" if kind != "event" else "event", event)
+            self._last_event_t[host] = max(self._last_event_t.get(host, start), float(event["t"]))
+
+    def _relay_health(self, host: str) -> None:
+        health = stored_health(self.services.store, host)
+        state = (health.get("state"), health.get("last_error"))
+        if self._last_state.get(host) != state:
+            self._last_state[host] = state
+            self.services.bus.publish("host", {"host": host, **health})
