@@ -68,7 +68,7 @@ class SshHost:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", type=Path, default=Path("kvwatch.toml"), help="where (default ./kvwatch.toml)")
+    parser.add_argument("-o", "--output", type=Path, default=Path("kvwatch.toml"), help="default ./kvwatch.toml")
     parser.add_argument("--ssh-config", type=Path, default=Path("~/.ssh/config"), help="(default ~/.ssh/config)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing file")
     parser.add_argument("--stdout", action="store_true", help="print the config instead of writing a file")
