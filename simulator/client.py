@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -21,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from simulator import lifeline
 from simulator.workload import DATASETS, Dataset, OutputSink, sample_lengths, tqdm_line
 
 CHARS_PER_TOKEN = 4
@@ -39,6 +42,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--flush", action="store_true", help="flush stdout after every progress line")
     p.add_argument("--progress-every", type=float, default=1.0, help="seconds between progress lines")
+    p.add_argument("--parent-pid", type=int, default=None, help="die (SIGTERM) once this is not the parent")
     return p.parse_args(argv)
 
 
@@ -146,6 +150,8 @@ class Client:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.parent_pid is not None:
+        lifeline.watch_parent(args.parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
     client = Client(args)
     try:
         client.run(pick_datasets(args.datasets))

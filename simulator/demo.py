@@ -132,13 +132,14 @@ class DemoWorld:
         argv = [sys.executable, "-m", "simulator.server", *flag_args({**BASE_FLAGS, **PRESETS[preset]}),
                 "--host", "127.0.0.1", "--port", str(self.port), "--sim-speed", str(self.speed),
                 "--sim-backfill", f"{backfill:.3f}", "--sim-warp", f"{warp:.4f}",
-                "--sim-drain-timeout", str(DRAIN_S), "--sim-pid-file", str(self.pid_file)]
+                "--sim-drain-timeout", str(DRAIN_S), "--sim-pid-file", str(self.pid_file),
+                "--sim-parent-pid", str(os.getpid())]
         return self._spawn(argv, self.server_log)
 
     def start_client(self) -> subprocess.Popen[bytes]:
         argv = [sys.executable, "-m", "simulator.client", "--url", f"http://127.0.0.1:{self.port}",
                 "--workdir", str(self.workdir), "--datasets", ",".join(ds.name for ds in DEMO_DATASETS),
-                "--flush"]
+                "--flush", "--parent-pid", str(os.getpid())]
         return self._spawn(argv, self.client_log)
 
     def stop(self) -> None:

@@ -80,6 +80,8 @@ def _sim_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sim-warp", type=float, default=1.0, help="clock rate until the backfill is caught up")
     g.add_argument("--sim-log-file", type=Path, default=None, help="append the log here instead of stdout")
     g.add_argument("--sim-pid-file", type=Path, default=None, help="write this process's pid here")
+    g.add_argument("--sim-parent-pid", type=int, default=None,
+                   help="shut down (as on SIGTERM) when this process is no longer the parent")
     g.add_argument("--sim-seed", type=int, default=0)
     g.add_argument("--sim-fail-after", type=float, default=None,
                    help="simulated seconds after ready at which the scheduler crashes")

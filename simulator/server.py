@@ -18,7 +18,7 @@ import threading
 from types import FrameType
 from typing import Any, TextIO
 
-from simulator import flags, logfmt, startup
+from simulator import flags, lifeline, logfmt, startup
 from simulator.clock import SimClock
 from simulator.engine import Engine, EngineConfig, Request
 from simulator.httpapi import ApiServer
@@ -48,7 +48,8 @@ class SimServer:
         self.args = args
         self.spec = spec_from_args(args)
         self.clock = SimClock(args.sim_speed, args.sim_backfill, args.sim_warp)
-        self.log = LogWriter(stream, self.spec.fmt, self.clock, tp_size=self.spec.tp_size)
+        self.log = LogWriter(stream, self.spec.fmt, self.clock, tp_size=self.spec.tp_size,
+                             dp_size=max(self.spec.dp_size, 1))
         self.model_name = args.served_model_name or args.model_path
         capacity = self.spec.capacity()
         dp = max(self.spec.dp_size, 1)
@@ -221,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.sim_pid_file is not None:
         args.sim_pid_file.parent.mkdir(parents=True, exist_ok=True)
         args.sim_pid_file.write_text(f"{os.getpid()}\n", encoding="utf-8")
-    return SimServer(args, open_log(args)).run()
+    server = SimServer(args, open_log(args))
+    if args.sim_parent_pid is not None:
+        lifeline.watch_parent(args.sim_parent_pid, server._term.set)
+    return server.run()
 
 
 if __name__ == "__main__":

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import glob
+import os
 import shlex
+import signal
+import subprocess
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from simulator import demo, flags
-from tests.simulator.helpers import parse_log
+from tests.simulator.helpers import REPO, parse_log
 
 SPEED = 4.0  # the first minute of the story in 15 s
 
@@ -69,3 +73,27 @@ def test_launch_line_and_presets_are_valid_sglang_command_lines(tmp_path: Path) 
         assert parsed.mem_fraction_static == preset["mem-fraction-static"], name
     vetoed = demo.PRESETS[demo.VETOED_PRESETS[0]]
     assert vetoed["kv-cache-dtype"] in demo.VETOES["kv-cache-dtype"]
+
+
+def test_children_end_when_the_demo_process_dies_without_cleanup(tmp_path: Path) -> None:
+    script = ("import pathlib, sys, time\nfrom simulator.demo import start_demo_world\n"
+              "w = start_demo_world(pathlib.Path(sys.argv[1]), speed=4.0)\n"
+              "while len(w._procs) < 2:\n    time.sleep(0.1)\n"
+              "print(' '.join(str(p.pid) for p in w._procs), flush=True)\ntime.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert parent.stdout is not None
+        children = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(children) == 2  # the first server and the client
+        time.sleep(3)
+    finally:
+        parent.kill()  # SIGKILL: no finally, no stop()
+        parent.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in children):
+        time.sleep(0.5)
+    alive = [pid for pid in children if Path(f"/proc/{pid}").exists()]
+    for pid in alive:  # never leave them behind, even when the assertion below fails
+        os.kill(pid, signal.SIGKILL)
+    assert not alive

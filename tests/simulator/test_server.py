@@ -120,3 +120,16 @@ def test_each_version_logs_records_the_parser_reads(tmp_path: Path, version: str
     assert decode["tags"] == {"TP": 0}
     assert {"running_req", "token", "token_usage", "gen_throughput", "queue_req"} <= set(decode)
     assert any(r["kind"] == "event" and r["event"] == "ready" for r in records)
+
+
+def test_dp_ranks_log_their_own_lines(tmp_path: Path) -> None:
+    sim = SimProcess(tmp_path, [*KIMI_088, "--dp-size", "2"])
+    sim.wait_ready()
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: post(sim.url + "/generate", {"text": "x" * 800}, 200), range(4)))
+    sim.stop()
+    records = sim.records()
+    decode_tags = {tuple(sorted(r["tags"].items())) for r in records if r["kind"] == "decode"}
+    assert decode_tags == {(("DP", 0), ("TP", 0)), (("DP", 1), ("TP", 0))}
+    capacity = [r for r in records if r["kind"] == "capacity"]
+    assert [c["tags"] for c in capacity] == [{"DP": 0, "TP": 0}, {"DP": 1, "TP": 0}]
