@@ -111,22 +111,32 @@ def _option_strings(entry: Mapping[str, Any]) -> list[str]:
     return [s if str(s).startswith("-") else "--" + str(s) for s in strings if s]
 
 
+def _add_schema_option(p: argparse.ArgumentParser, strings: list[str], entry: Mapping[str, Any]) -> None:
+    """One option as its schema row describes it; only int/float types and choices are checked."""
+    kind = str(entry.get("type") or "")
+    action = str(entry.get("action") or "store")
+    extra: dict[str, Any] = {"dest": entry["dest"]} if entry.get("dest") else {}
+    if action == "boolean_optional":
+        positive = [s for s in strings if not s.startswith("--no-")]
+        p.add_argument(*positive, action=argparse.BooleanOptionalAction, default=entry.get("default"), **extra)
+    elif action == "store_false":
+        p.add_argument(*strings, action="store_false", **extra)
+    elif action == "store_true" or kind in ("bool", "store_true") or entry.get("nargs") == 0:
+        p.add_argument(*strings, action="store_true", **extra)
+    else:
+        p.add_argument(*strings, type=_arg_type(kind), default=entry.get("default"),
+                       choices=entry.get("choices") or None, nargs=entry.get("nargs"), **extra)
+
+
 def add_schema_flags(p: argparse.ArgumentParser, schema: Any) -> int:
     """Adds every schema option the parser does not have yet; returns how many were added."""
     known = set(p._option_string_actions)  # argparse has no public lookup of defined options
     added = 0
     for entry in _schema_entries(schema):
-        strings = [s for s in _option_strings(entry) if s not in known]
-        if not strings or len(strings) < len(_option_strings(entry)):
+        strings = _option_strings(entry)
+        if not strings or any(s in known for s in strings):
             continue
-        kind = str(entry.get("type") or "")
-        action = str(entry.get("action") or "")
-        if action in ("store_true", "store_false") or kind in ("bool", "store_true"):
-            p.add_argument(*strings, action=action or "store_true")
-        else:
-            nargs = entry.get("nargs")
-            p.add_argument(*strings, type=_arg_type(kind), default=entry.get("default"),
-                           choices=entry.get("choices") or None, nargs=nargs)
+        _add_schema_option(p, strings, entry)
         known.update(strings)
         added += 1
     return added

@@ -73,3 +73,25 @@ def test_schema_flags_are_accepted_with_their_types_and_choices(schema: object) 
         parser.parse_args(["--model-path", "/m", "--attention-backend", "nope"])
     with pytest.raises(SystemExit):
         parser.parse_args(["--model-path", "/m", "--page-size", "x"])
+
+
+CONTROLLER_SHAPED = {"sglang": "0.5.23", "options": [  # the shape of app/flags/sglang-<version>.json
+    {"action": "store", "choices": None, "default": 1, "dest": "page_size", "nargs": None,
+     "option_strings": ["--page-size"], "type": "int"},
+    {"action": "boolean_optional", "choices": None, "default": None, "dest": "enable_tf32_matmul", "nargs": 0,
+     "option_strings": ["--enable-tf32-matmul", "--no-enable-tf32-matmul"], "type": None},
+    {"action": "other:DeprecatedStoreTrueAction", "choices": None, "default": False, "dest": "old_switch",
+     "nargs": 0, "option_strings": ["--old-switch"], "type": None},
+    {"action": "store", "choices": None, "default": None, "dest": "json_model_override_args", "nargs": None,
+     "option_strings": ["--json-model-override-args"], "type": "loads"},
+    {"action": "store", "choices": None, "default": 1, "dest": "tp_size", "nargs": None,
+     "option_strings": ["--tp-size", "--tensor-parallel-size"], "type": "int"},
+]}
+
+
+def test_controller_schema_shape() -> None:
+    parser = flags.build_parser("0.5.23", CONTROLLER_SHAPED)
+    args = parser.parse_args(["--model-path", "/m", "--tp", "8", "--page-size", "16", "--no-enable-tf32-matmul",
+                              "--old-switch", "--json-model-override-args", '{"a": 1}'])
+    assert (args.tp_size, args.page_size, args.enable_tf32_matmul, args.old_switch) == (8, 16, False, True)
+    assert args.json_model_override_args == '{"a": 1}'
