@@ -80,12 +80,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def write_shim(workdir: Path, speed: float) -> Path:
-    """`python -m sglang.launch_server` that runs the simulator (PYTHONPATH puts it first)."""
+def write_shim(workdir: Path, speed: float, watch_pid: int | None = None) -> Path:
+    """`python -m sglang.launch_server` that runs the simulator (PYTHONPATH puts it first).
+
+    Servers the controller starts through it end when `watch_pid` (default: this process) does.
+    """
     shim = workdir / ".sim" / "shim"
     (shim / "sglang").mkdir(parents=True, exist_ok=True)
     (shim / "sglang" / "__init__.py").write_text('"""Simulated SGLang (kvwatch demo)."""\n', encoding="utf-8")
-    extra = ["--sim-speed", str(speed), "--sim-pid-file", str(workdir / ".sim" / "server.pid")]
+    extra = ["--sim-speed", str(speed), "--sim-pid-file", str(workdir / ".sim" / "server.pid"),
+             "--sim-watch-pid", str(watch_pid or os.getpid())]
     (shim / "sglang" / "launch_server.py").write_text(
         "import sys\n\nfrom simulator.server import main\n\n"
         f"sys.exit(main(sys.argv[1:] + {extra!r}))\n", encoding="utf-8")
