@@ -62,7 +62,9 @@ def test_csv_has_one_header_with_every_column(
     assert main(["parse", "-q", "--format", "csv", "-o", str(out), str(server_log)]) == 0
     with out.open() as handle:
         rows = list(csv.DictReader(handle))
-    assert {"kind", "line", "ts", "tags.TP", "running_req", "gen_throughput", "input_throughput"} <= set(rows[0])
+    assert {"kind", "line", "ts", "tags.TP", "running_req", "gen_throughput", "input_throughput"} <= set(
+        rows[0]
+    )
     assert len(rows) == len(_jsonl(capsys, str(server_log)))
 
 
@@ -70,7 +72,8 @@ def test_missing_file_is_one_line_naming_it(tmp_path: Path, capsys: pytest.Captu
     missing = tmp_path / "nope.log"
     assert main(["parse", str(missing)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and str(missing) in err
+    assert err.count("\n") == 1
+    assert str(missing) in err
 
 
 def test_parquet_needs_an_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,7 +86,8 @@ def test_parquet_needs_an_output_file(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_invalid_utf8_and_nul_bytes_are_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "bad.log"
     log.write_bytes(
-        b"\xff\xfe\x00garbage\n[2026-01-01 00:00:00 TP0] Decode batch, #running-req: 5\xff, #token: 7\r\n\x00\n"
+        b"\xff\xfe\x00garbage\n"
+        b"[2026-01-01 00:00:00 TP0] Decode batch, #running-req: 5\xff, #token: 7\r\n\x00\n"
     )
     (record,) = _jsonl(capsys, "--source", "sglang", str(log))
     assert (record["line"], record["token"], record["running_req"]) == (2, 7, "5\ufffd")

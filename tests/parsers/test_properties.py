@@ -18,14 +18,53 @@ from parsers.sglang import SglangParser, parse_batch
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LOGGISH = st.lists(
     st.sampled_from(
-        ["[", "]", "2026-02-24 12:49:14", "04:40:55", " TP0", " DP3 TP3", "Decode batch", "Prefill batch",
-         ", ", ": ", ".", "#running-req", "token usage", "0.96", "72", "True", "%", "Traceback (most recent call last):",
-         "  File", "Error: x", "(SGLangEngine pid=1) ", " - \"GET / HTTP/1.1\" 200", "\r", "\x00", "\ufffd", "=",
-         "max_total_num_tokens=", "server_args=ServerArgs(", "{", "}", "'", "|", "/", "1604/3500 [", "%|", "Engine 000: ",
-         "Avg generation throughput: ", "# TYPE ", "sglang:token_usage{", "=\"", "\"", "2026/12/02 14:53:08.174, "]
+        [
+            "[",
+            "]",
+            "2026-02-24 12:49:14",
+            "04:40:55",
+            " TP0",
+            " DP3 TP3",
+            "Decode batch",
+            "Prefill batch",
+            ", ",
+            ": ",
+            ".",
+            "#running-req",
+            "token usage",
+            "0.96",
+            "72",
+            "True",
+            "%",
+            "Traceback (most recent call last):",
+            "  File",
+            "Error: x",
+            "(SGLangEngine pid=1) ",
+            ' - "GET / HTTP/1.1" 200',
+            "\r",
+            "\x00",
+            "\ufffd",
+            "=",
+            "max_total_num_tokens=",
+            "server_args=ServerArgs(",
+            "{",
+            "}",
+            "'",
+            "|",
+            "/",
+            "1604/3500 [",
+            "%|",
+            "Engine 000: ",
+            "Avg generation throughput: ",
+            "# TYPE ",
+            "sglang:token_usage{",
+            '="',
+            '"',
+            "2026/12/02 14:53:08.174, ",
+        ]
     ),
     max_size=12,
-).map("".join)  # fmt: skip
+).map("".join)
 TEXT = st.one_of(st.text(max_size=300), LOGGISH)
 
 
@@ -48,17 +87,34 @@ def test_parsers_never_raise_and_give_json_with_finite_numbers(source: str, line
     records += parser.flush()
     json.dumps(records, allow_nan=False)
     for record in records:
-        assert isinstance(record["kind"], str) and isinstance(record["line"], int)
+        assert isinstance(record["kind"], str)
+        assert isinstance(record["line"], int)
 
 
-KEYS = st.sampled_from(["#running-req", "#token", "token usage", "cuda graph", "accept len", "#queue-req",
-                        "gen throughput (token/s)", "#full token", "pre-allocated usage", "#pending-token"])  # fmt: skip
+KEYS = st.sampled_from(
+    [
+        "#running-req",
+        "#token",
+        "token usage",
+        "cuda graph",
+        "accept len",
+        "#queue-req",
+        "gen throughput (token/s)",
+        "#full token",
+        "pre-allocated usage",
+        "#pending-token",
+    ]
+)
 VALUES = st.one_of(
     st.integers(min_value=0, max_value=10**12),
     st.floats(min_value=0, max_value=1e9, allow_nan=False).map(lambda x: round(x, 2)),
     st.booleans(),
 )
 TAGS = st.dictionaries(st.sampled_from(["DP", "PP", "ATTN_CP", "TP", "EP"]), st.integers(0, 99), max_size=3)
+
+
+def _tag_text(tags: dict[str, int]) -> str:
+    return "".join(f" {name}{rank}" for name, rank in tags.items())
 
 
 def _render(value: Any) -> str:
@@ -87,13 +143,14 @@ def test_batch_fields_round_trip(
     for key, value in pairs.items():
         name = key.lstrip("#").split(" (")[0].replace(" ", "_").replace("-", "_")
         parsed = record[name]
-        assert type(parsed) is type(value) and (parsed == value or math.isclose(parsed, value))
+        assert type(parsed) is type(value)
+        assert parsed == value or math.isclose(parsed, value)
 
 
 LINES = st.one_of(
     st.builds(
         lambda kind, pairs, tags, trailer: (
-            f"[2026-02-24 12:49:1{len(pairs) % 10}{''.join(f' {t}{r}' for t, r in tags.items())}] {kind} batch, "
+            f"[2026-02-24 12:49:1{len(pairs) % 10}{_tag_text(tags)}] {kind} batch, "
             + ", ".join(f"{k}: {_render(v)}" for k, v in pairs.items())
             + trailer
         ),
