@@ -1,0 +1,19 @@
+"""HTTP API: one router per resource, registered here in one explicit tuple."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.api import alerts, compare, events, export, hosts, metrics, runs, series, stream
+
+ROUTERS: tuple[APIRouter, ...] = (
+    hosts.router,
+    series.router,
+    events.router,
+    runs.router,
+    compare.router,
+    alerts.router,
+    export.router,
+    metrics.router,
+    stream.router,
+)
