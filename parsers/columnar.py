@@ -46,6 +46,16 @@ def _shape_table(shape: Shape, groups: pa.StructArray, line_numbers: pa.Array) -
     return pa.table(columns)
 
 
+def _access_rows(lines: pa.Array, rows: pa.Array) -> pa.Array:
+    """The rows the parser would count as access lines: `is_access_line` and no ` batch` to try first."""
+    for needle, wanted in ((' - "', True), (" HTTP/", True), (" batch", False)):
+        if len(rows) == 0:
+            break
+        found = pc.match_substring(lines.take(rows), needle)
+        rows = rows.filter(found if wanted else pc.invert(found))
+    return rows
+
+
 def _strip_cr(text: str) -> str:
     return text[:-1] if text.endswith("\r") else text
 
@@ -69,15 +79,13 @@ class ColumnarSglang:
         taken_rows = [rows for rows, _ in pieces] or [pa.array([], pa.int64())]
         taken = pc.is_in(positions, pa.concat_arrays(taken_rows))
         open_rows = pc.indices_nonzero(pc.invert(taken)).cast(pa.int64())
-        texts = lines.take(open_rows)
-        access = pc.and_(pc.match_substring(texts, ' - "'), pc.match_substring(texts, " HTTP/"))
-        access = pc.and_not(access, pc.match_substring(texts, " batch"))
-        rest = pc.invert(access)
-        records, cut = self._rest(first_line_no, lines, open_rows.filter(rest).to_pylist())
+        access_rows = _access_rows(lines, open_rows)
+        rest = open_rows.filter(pc.invert(pc.is_in(open_rows, access_rows))).to_pylist()
+        records, cut = self._rest(first_line_no, lines, rest)
         if cut is not None:
             pieces = [(rows, table.filter(pc.less(rows, cut))) for rows, table in pieces]
-            access = pc.and_(access, pc.less(open_rows, cut))
-        self._count(sum(len(table) for _, table in pieces), pc.sum(access).as_py() or 0)
+            access_rows = access_rows.filter(pc.less(access_rows, cut))
+        self._count(sum(len(table) for _, table in pieces), len(access_rows))
         return [table for _, table in pieces if len(table)], records
 
     def _count(self, fast_records: int, access_lines: int) -> None:
