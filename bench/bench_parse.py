@@ -43,9 +43,10 @@ print(frame.height)
 PARSE_ONLY = """\
 import argparse, sys
 from pathlib import Path
+sys.path.insert(0, ".")  # this checkout's app/, as `python -m app` from the root gets
 from app.commands import parse
-files = [Path(sys.argv[1])]
-sys.exit(parse.run(argparse.Namespace(source="auto", format="parquet", output=Path(sys.argv[2]), quiet=False, files=files)))
+options = dict(source="auto", format="parquet", output=Path(sys.argv[2]), quiet=False, files=[Path(sys.argv[1])])
+sys.exit(parse.run(argparse.Namespace(**options)))
 """
 
 
