@@ -34,11 +34,12 @@ def _tags(tag_texts: pa.Array) -> pa.Array:
 
 
 def _shape_table(shape: Shape, groups: pa.StructArray, line_numbers: pa.Array) -> pa.Table:
+    header = groups.field("hdr")
     columns: dict[str, pa.Array] = {
         "kind": pa.repeat(shape.kind, len(groups)),
         "line": line_numbers,
-        "ts": pc.binary_join_element_wise(groups.field("date"), groups.field("time"), "T"),
-        "tags": _tags(groups.field("tags")),
+        "ts": pc.utf8_replace_slice(pc.utf8_slice_codeunits(header, 0, shape.stamp_len), 10, 11, "T"),
+        "tags": _tags(pc.utf8_slice_codeunits(header, shape.stamp_len)),
     }
     for index, (name, kind) in enumerate(zip(shape.names, shape.types, strict=True)):
         raw = groups.field(f"v{index}")
