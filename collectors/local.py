@@ -7,6 +7,7 @@ import os
 import subprocess
 
 from collectors.base import CollectorError, CommandResult, FileStat, SourceMissing
+from collectors.stream import LocalStream
 
 
 class LocalTransport:
@@ -61,6 +62,9 @@ class LocalTransport:
         except OSError:
             return None
         return None
+
+    def open_stream(self, argv: list[str]) -> LocalStream:
+        return LocalStream(argv)
 
     def close(self) -> None:
         return None
