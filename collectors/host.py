@@ -45,6 +45,7 @@ class HostOptions:
     gpu: bool = False
     metrics_port: int | None = None
     metrics_interval: float = 5.0
+    wake: bool = True  # a `tail -F` wake-up stream; False = poll every poll_interval only
 
 
 class Sink(Protocol):
@@ -117,7 +118,7 @@ class HostFollower:
         for tail in self.tails.values():
             tail.rebind(transport)
         self._discover(transport)
-        watch = Watch(transport, [path for _, path in self.tails])
+        watch = self._watch(transport)
         gpu = GpuSampler(transport) if self.options.gpu else None
         next_glob = time.monotonic() + self.options.glob_interval
         next_metrics = 0.0
@@ -133,13 +134,16 @@ class HostFollower:
                     next_glob = time.monotonic() + self.options.glob_interval
                     if self._discover(transport):
                         watch.close()
-                        watch = Watch(transport, [path for _, path in self.tails])
+                        watch = self._watch(transport)
                 if not watch.wait(self.options.poll_interval) and not watch.active:
                     self._stop.wait(self.options.poll_interval)
         finally:
             watch.close()
             if gpu is not None:
                 gpu.close()
+
+    def _watch(self, transport: Transport) -> Watch:
+        return Watch(transport, [path for _, path in self.tails] if self.options.wake else [])
 
     def _discover(self, transport: Transport) -> bool:
         """Add tails for paths not followed yet (new output folders); True if any was added."""

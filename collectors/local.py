@@ -63,7 +63,8 @@ class LocalTransport:
             return None
         return None
 
-    def open_stream(self, argv: list[str]) -> LocalStream:
+    def open_stream(self, argv: list[str], pty: bool = False) -> LocalStream:
+        """`pty` is accepted for symmetry with SSH; a local child is killed on close anyway."""
         return LocalStream(argv)
 
     def close(self) -> None:

@@ -198,9 +198,12 @@ class SshTransport:
             return run_channel(chan, stdin, timeout, f"{self.name}: {argv[0]}")
 
     # -- extras used by tails, GPU and metrics -----------------------------------------------
-    def open_stream(self, argv: list[str]) -> ExecStream:
+    def open_stream(self, argv: list[str], pty: bool = False) -> ExecStream:
+        """A long-running command. `pty=True` for commands that may stay silent for hours (tail -F):
+        closing the channel then hangs up the pty, so the remote process ends with us instead of
+        lingering until its next write; output gets CRLF line ends (harmless for wake-ups/CSV)."""
         with map_ssh_errors(f"{self.name}: {argv[0] if argv else '?'}"):
-            chan = open_exec(self._paramiko(), quote_argv(argv), self.opts.io_timeout)
+            chan = open_exec(self._paramiko(), quote_argv(argv), self.opts.io_timeout, pty=pty)
         return ExecStream(chan, f"{self.name}: {argv[0]}")
 
     def open_tunnel(self, host: str, port: int) -> paramiko.Channel:

@@ -27,10 +27,6 @@ class Stream(Protocol):
     def close(self) -> None: ...
 
 
-class StreamOpener(Protocol):
-    def open_stream(self, argv: list[str]) -> Stream: ...
-
-
 class Watch:
     """`wait(timeout)` returns True as soon as any watched file changed (or the stream broke)."""
 
@@ -40,7 +36,8 @@ class Watch:
         opener = getattr(transport, "open_stream", None)
         if opener is not None and self.paths:
             try:
-                self._stream = opener(["sh", "-c", _SCRIPT, "sh", *self.paths])
+                # a pty: when we go away, the remote tail is hung up instead of lingering
+                self._stream = opener(["sh", "-c", _SCRIPT, "sh", *self.paths], pty=True)
             except CollectorError:
                 self._stream = None  # no shell or no tail: the loop falls back to its timer
 
