@@ -10,6 +10,7 @@ per-line cost dominates) and 16 KiB JSONL-like lines (outputs), local and over S
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from collectors.base import Transport
 from collectors.local import LocalTransport
 from collectors.ssh import SFTP_READ_MAX
 from collectors.tail import READ_CHUNK, Tail
+from tests.fixtures.sshd import Sshd
 
 SGLANG = (b"[2026-02-24 12:49:14 DP0 TP0] Decode batch. #running-req: 233, #token: 180000, "
           b"token usage: 0.91, cuda graph: True, gen throughput (token/s): 4321.05, #queue-req: 12\n")
@@ -46,6 +48,18 @@ def raw_read(transport: Transport, path: Path, size: int, chunk: int) -> dict[st
             "mb_s": round(pos / 1e6 / wall), "client_cpu_s": round(cpu, 2)}
 
 
+def openssh_cat(server: Sshd, path: Path, size: int) -> dict[str, object]:
+    """The ceiling of this box: OpenSSH's own client streaming the same file."""
+    argv = ["ssh", "-q", "-i", server.key_path, "-p", str(server.port), "-o", "BatchMode=yes",
+            "-o", f"UserKnownHostsFile={server.known_hosts_path}", f"{server.user}@127.0.0.1", "cat", str(path)]
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.PIPE, check=True)
+    wall = time.perf_counter() - t0
+    assert len(done.stdout) == size
+    return {"what": "OpenSSH client `ssh cat` (baseline)", "mb": round(size / 1e6), "s": round(wall, 2),
+            "mb_s": round(size / 1e6 / wall)}
+
+
 def tail_all(transport: Transport, path: Path, size: int, label: str) -> dict[str, object]:
     tail = Tail(transport, str(path), "bench")
     lines = 0
@@ -71,6 +85,7 @@ def main() -> None:
             big = server.dir / "big.log"
             size = make(big, SGLANG, raw_mb)
             print(json.dumps(raw_read(remote, big, size, READ_CHUNK)), flush=True)
+            print(json.dumps(openssh_cat(server, big, size)), flush=True)
             print(json.dumps(raw_read(remote, big, min(size, 64 << 20), SFTP_READ_MAX)), flush=True)
             big.unlink()
             for name, line in (("short SGLang lines", SGLANG), ("16 KiB JSONL lines", JSONL)):
