@@ -8,9 +8,10 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from app.commands import demo, serve
 from app.errors import KvwatchError
 
-COMMANDS: tuple[ModuleType, ...] = ()  # demo, serve and parse are added as they land
+COMMANDS: tuple[ModuleType, ...] = (demo, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

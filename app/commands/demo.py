@@ -1,0 +1,56 @@
+"""`kvwatch demo`: a simulated SGLang server and client on this machine, through the real pipeline."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+import threading
+import webbrowser
+from pathlib import Path
+
+from app.config import Config, HostConfig, ServerConfig
+from app.runner import serve
+
+NAME = "demo"
+HELP = "run a simulated SGLang server and client locally and show them on the dashboard"
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    parser.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second")
+    parser.add_argument("--workdir", type=Path, help="where the simulated files go (default: a temp dir)")
+
+
+def demo_config(world: object, workdir: Path) -> Config:
+    host = HostConfig(
+        name="demo",
+        ssh="local",
+        server_log=str(world.server_log),  # type: ignore[attr-defined]
+        client_log=str(world.client_log),  # type: ignore[attr-defined]
+        outputs=(world.outputs_glob,),  # type: ignore[attr-defined]
+        target_completions=world.target_completions,  # type: ignore[attr-defined]
+        launch=world.launch,  # type: ignore[attr-defined]
+    )
+    return Config(server=ServerConfig(data_dir=str(workdir), database="kvwatch.db"), hosts=(host,))
+
+
+def run(args: argparse.Namespace) -> int:
+    from simulator.demo import start_demo_world
+
+    if args.speed <= 0:
+        raise SystemExit("kvwatch: error: --speed must be positive")
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kvwatch-demo-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    world = start_demo_world(workdir, speed=args.speed)
+    log.info("demo files in %s", workdir)
+    if not args.no_browser:
+        threading.Timer(1.5, webbrowser.open, (f"http://{args.host}:{args.port}/",)).start()
+    try:
+        serve(demo_config(world, workdir), args.host, args.port)
+    finally:
+        world.stop()
+    return 0

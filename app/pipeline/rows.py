@@ -1,0 +1,78 @@
+"""Records (parsers' output) to store rows: numeric series as samples, everything else as events.
+
+Series naming follows the record fields (DESIGN.md): `token_usage`, `running_req`, ... With DP
+attention SGLang logs one line per DP rank; those samples carry rank `DP<n>`, and `RankAggregator`
+derives the host's own series from each rank's latest value (sum, or max for usage ratios).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Any
+
+from app.store.base import EventRow, Sample
+from parsers.timestamps import to_epoch
+
+SAMPLE_KINDS = frozenset({"decode", "prefill", "stats", "gpu", "progress"})
+# Per-kind fields that are identifiers or labels, not series.
+NOT_SERIES = frozenset({"kind", "line", "ts", "tags", "gpu", "engine", "file", "cuda_graph"})
+MAX_OVER_RANKS_SUFFIX = ("usage", "_pct", "hit_rate")
+PROGRESS_METRICS = {"done": "client_done", "total": "client_total"}
+
+
+def rank_of(record: dict[str, Any]) -> str:
+    if record.get("kind") == "gpu":
+        return f"GPU{record.get('gpu', 0)}"
+    tags = record.get("tags") or {}
+    return f"DP{tags['DP']}" if "DP" in tags else ""
+
+
+def record_rows(record: dict[str, Any], now: float | None = None) -> tuple[list[Sample], list[EventRow]]:
+    """One record's samples (kinds with series) or its event row (everything else)."""
+    ts = record.get("ts")
+    # Time-only stamps (SGLang 0.2/0.3) carry no date: take today's, as the line is being read now.
+    t = to_epoch(ts, dt.datetime.now(dt.UTC).date()) if isinstance(ts, str) else None
+    t = t if t is not None else (now if now is not None else time.time())
+    kind = str(record.get("kind", ""))
+    if kind not in SAMPLE_KINDS:
+        data = {k: v for k, v in record.items() if k not in ("kind", "line")}
+        return [], [EventRow(kind, t, int(record.get("line", 0)), data)]
+    rank = rank_of(record)
+    samples = []
+    for key, value in record.items():
+        if key in NOT_SERIES or isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        metric = PROGRESS_METRICS.get(key, key) if kind == "progress" else _metric_name(kind, key)
+        samples.append(Sample(metric, rank, t, float(value)))
+    return samples, []
+
+
+def _metric_name(kind: str, key: str) -> str:
+    if kind == "gpu":
+        return f"gpu_{key}"
+    if kind == "stats" and key == "prompt_throughput":
+        return "input_throughput"
+    return key
+
+
+class RankAggregator:
+    """Keeps each rank's latest value per metric and emits the host-level sample on every change."""
+
+    def __init__(self) -> None:
+        self._latest: dict[str, dict[str, float]] = {}
+
+    def seed(self, metric: str, rank: str, value: float) -> None:
+        """Know a part's value without emitting (an output file already counted before a restart)."""
+        self._latest.setdefault(metric, {})[rank] = value
+
+    def host_samples(self, samples: list[Sample]) -> list[Sample]:
+        out: list[Sample] = []
+        for sample in samples:
+            if not sample.rank:
+                continue
+            ranks = self._latest.setdefault(sample.metric, {})
+            ranks[sample.rank] = sample.v
+            combine = max if sample.metric.endswith(MAX_OVER_RANKS_SUFFIX) else sum
+            out.append(Sample(sample.metric, "", sample.t, float(combine(ranks.values()))))
+        return out

@@ -1,0 +1,62 @@
+"""The store contract.
+
+`commit` writes one batch — samples, events and the resume state of the file they came from — in
+ONE transaction: after a crash either all of a batch is there, offset included, or none of it is,
+so restarting from the stored offset neither loses nor duplicates a line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+
+class Sample(NamedTuple):
+    metric: str
+    rank: str  # "" for the host's own (aggregated) series, "DP3" or "GPU0" for one part
+    t: float  # epoch seconds, from the log's timestamp where it has one
+    v: float
+
+
+class EventRow(NamedTuple):
+    kind: str
+    t: float
+    line: int
+    data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Batch:
+    host: str
+    source: str  # "server_log", "client_log", "outputs", "gpu", ...
+    path: str
+    samples: list[Sample] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
+    state: dict[str, Any] | None = None  # the tail's resume state after the last line of this batch
+
+
+class Store(Protocol):
+    def commit(self, batch: Batch) -> None: ...
+
+    def load_state(self, host: str, source: str, path: str) -> dict[str, Any] | None: ...
+
+    def series(
+        self, host: str, metric: str, rank: str = "", since: float | None = None, until: float | None = None
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+
+    def events(
+        self, host: str | None = None, kinds: tuple[str, ...] = (), since: float | None = None, limit: int = 1000
+    ) -> list[dict[str, Any]]: ...
+
+    def metrics(self, host: str) -> list[str]: ...
+
+    # Documents: small JSON objects other features keep (runs, alert states, restart audit),
+    # addressed by (kind, key) and listed by kind and host in time order.
+    def put_document(self, kind: str, key: str, host: str, t: float, data: dict[str, Any]) -> None: ...
+
+    def documents(self, kind: str, host: str | None = None) -> list[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
