@@ -28,6 +28,7 @@ In kvwatch.toml, inside a `[[hosts]]` entry (TOML attaches the sub-tables to the
     max_restarts = 3                      # restart-loop cap: starts allowed ...
     restart_window = 600                  # ... per this many seconds (rollbacks count)
 
+Top-level `[presets.<name>]` and `[[vetoes]]` tables (same shape) apply to every host.
 A request's flags (or a preset's) are laid over the launch flags, so a run's flags are always
 `launch + request`: reproducible, and a change does not silently carry over an older experiment.
 `EXAMPLE_PRESETS` are the three configurations of the tuning campaign this tool was made for.
@@ -117,8 +118,13 @@ EXAMPLE_PRESETS = (
 EXAMPLE_VETO = Veto("kv-cache-dtype", "fp8*", "the owner ruled out fp8 KV cache: it degrades the model noticeably")
 
 
-def parse_controller_config(host_table: dict[str, Any]) -> ControllerConfig | None:
-    """The controller part of one `[[hosts]]` table; None when it has no `launch`. Raises ConfigError."""
+def parse_controller_config(host_table: dict[str, Any], shared: dict[str, Any] | None = None) -> ControllerConfig | None:
+    """The controller part of one `[[hosts]]` table; None when it has no `launch`. Raises ConfigError.
+
+    `shared` holds the top-level `[presets.<name>]` and `[[vetoes]]` tables, which apply to every host
+    (a host's own preset of the same name wins; vetoes add up).
+    """
+    shared = shared or {}
     name = str(host_table.get("name", "?"))
     launch = host_table.get("launch")
     if launch is None:
@@ -127,8 +133,9 @@ def parse_controller_config(host_table: dict[str, Any]) -> ControllerConfig | No
         return None
     if not isinstance(launch, str) or not launch.strip():
         raise ConfigError(f"hosts.{name}.launch: expected a command line string")
-    return ControllerConfig(host=name, launch=launch, presets=_presets(name, host_table.get("presets", {})),
-                            vetoes=_vetoes(name, host_table.get("vetoes", [])),
+    presets = {**_presets("*", shared.get("presets", {})), **_presets(name, host_table.get("presets", {}))}
+    vetoes = _vetoes("*", shared.get("vetoes", [])) + _vetoes(name, host_table.get("vetoes", []))
+    return ControllerConfig(host=name, launch=launch, presets=presets, vetoes=vetoes,
                             restart=_restart(name, host_table, launch))
 
 
@@ -137,7 +144,7 @@ def _presets(host: str, table: object) -> dict[str, Preset]:
         raise ConfigError(f"hosts.{host}.presets: expected tables [hosts.presets.<name>]")
     presets = {}
     for name, body in table.items():
-        where = f"hosts.{host}.presets.{name}"
+        where = f"hosts.{host}.presets.{name}" if host != "*" else f"presets.{name}"
         if not isinstance(body, dict) or not isinstance(body.get("flags"), dict):
             raise ConfigError(f"{where}: expected a `flags` table")
         unknown = set(body) - {"flags", "description"}
@@ -152,7 +159,7 @@ def _vetoes(host: str, items: object) -> tuple[Veto, ...]:
         raise ConfigError(f"hosts.{host}.vetoes: expected [[hosts.vetoes]] entries")
     vetoes = []
     for index, item in enumerate(items):
-        where = f"hosts.{host}.vetoes[{index}]"
+        where = f"hosts.{host}.vetoes[{index}]" if host != "*" else f"vetoes[{index}]"
         if not isinstance(item, dict) or not isinstance(item.get("flag"), str) or not item.get("reason"):
             raise ConfigError(f"{where}: needs `flag` and `reason` (and `value`, a glob; default any value)")
         vetoes.append(Veto(item["flag"].removeprefix("--"), str(item.get("value", "*")), str(item["reason"])))

@@ -52,12 +52,12 @@ class Interrupted(Exception):
 class HostController:
     """Restarts for one host. Thread-safe; at most one operation at a time."""
 
-    def __init__(self, config: ControllerConfig, transport: Transport, audit: AuditSink, runs: RunSink, *,
+    def __init__(self, config: ControllerConfig, connect: Callable[[], Transport], audit: AuditSink, runs: RunSink, *,
                  cache: SchemaCache = DEFAULT_CACHE, reconnect_window: float = 120.0,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
         self.config = config
         self.settings = config.restart
-        self.remote = RemoteHost(transport, self.settings.python, self.settings.state_dir)
+        self.remote = RemoteHost(connect, self.settings.python, self.settings.state_dir, config.host)
         self.audit, self.runs, self.cache = audit, runs, cache
         self.reconnect_window, self.clock, self.sleep = reconnect_window, clock, sleep
         self.last: Operation | None = None
@@ -81,7 +81,7 @@ class HostController:
         if self._schema is None:
             pinned = self.settings.flags_schema
             try:
-                self._schema = (remote_schema(self.remote.transport, self.settings.python, self.cache)
+                self._schema = (remote_schema(self.remote, self.settings.python, self.cache)
                                 if pinned == "remote" else load_bundled(pinned))
             except (CollectorError, FlagError) as exc:
                 raise HostUnavailable(f"{self.name}: cannot read sglang's flags: {exc}") from exc

@@ -16,10 +16,19 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from collectors.base import CollectorError, Transport
+from collectors.base import CollectorError, CommandResult
 from collectors.local import LocalTransport
+
+
+class Runner(Protocol):
+    """What extraction needs of a host: a name for messages and `Transport.run`."""
+
+    name: str
+
+    def run(self, argv: list[str], timeout: float = 30.0, stdin: bytes = b"") -> CommandResult: ...
+
 
 PROGRAM = r"""
 import argparse, json, sys
@@ -73,7 +82,7 @@ class ExtractError(CollectorError):
     """The target Python could not describe its sglang (not installed, import failed)."""
 
 
-def run_program(transport: Transport, python: str, mode: str, timeout: float) -> dict[str, Any]:
+def run_program(transport: Runner, python: str, mode: str, timeout: float) -> dict[str, Any]:
     """Run the extraction program in `python` on `transport`; its one JSON line, parsed."""
     result = transport.run([python, "-c", PROGRAM, mode], timeout=timeout)
     try:
@@ -87,12 +96,12 @@ def run_program(transport: Transport, python: str, mode: str, timeout: float) ->
     return answer
 
 
-def sglang_version(transport: Transport, python: str = "python3") -> str:
+def sglang_version(transport: Runner, python: str = "python3") -> str:
     """The sglang version installed for `python` on that host (importlib.metadata; imports no torch)."""
     return str(run_program(transport, python, "version", timeout=30.0)["sglang"])
 
 
-def extract_schema(transport: Transport, python: str = "python3") -> dict[str, Any]:
+def extract_schema(transport: Runner, python: str = "python3") -> dict[str, Any]:
     """Every option of that host's `ServerArgs.add_cli_args`, as the JSON document we commit."""
     return run_program(transport, python, "schema", timeout=180.0)
 

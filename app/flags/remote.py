@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import threading
 
-from app.flags.extract import extract_schema, sglang_version
+from app.flags.extract import Runner, extract_schema, sglang_version
 from app.flags.schema import Schema
-from collectors.base import Transport
 
 
 class SchemaCache:
@@ -33,7 +32,7 @@ class SchemaCache:
 DEFAULT_CACHE = SchemaCache()
 
 
-def remote_schema(transport: Transport, python: str = "python3", cache: SchemaCache = DEFAULT_CACHE) -> Schema:
+def remote_schema(transport: Runner, python: str = "python3", cache: SchemaCache = DEFAULT_CACHE) -> Schema:
     """The schema of the sglang that `python` imports on that host. Raises CollectorError."""
     version = sglang_version(transport, python)
     cached = cache.get(version)

@@ -32,7 +32,9 @@ FlagValue = bool | int | float | str | list[int | float | str] | None
 
 FLAGS_DIR = Path(__file__).resolve().parent
 MAX_VALUE_LEN = 1024
-SECRET_WORDS = ("api-key", "token", "secret", "password")
+# Flags that carry secrets (api-key, admin-api-key, ssl-keyfile-password in 0.5.23). Not "token" alone:
+# SGLang has dozens of *-tokens sizes.
+_SECRET = re.compile(r"(^|-)(api-key|password|passwd|secret|credentials?)$|(^|-)(hf|auth|access|bearer)-token$")
 _STRICT = re.compile(r"[A-Za-z0-9._:/=,+@%~-]+")
 _HUMAN_INT = re.compile(r"\d+(\.\d+)?(Ki|Mi|Gi|Ti|k|M|G|T)?")
 _INT = re.compile(r"[+-]?\d+")
@@ -198,7 +200,7 @@ def _float(value: int | float | str) -> float:
 def normalize_one(schema: Schema, name: str, value: object, strict: bool) -> tuple[str, FlagValue]:
     """(canonical name, typed value) for one requested flag; raises FlagError."""
     option, negative = schema.resolve(name)
-    if any(word in option.name for word in SECRET_WORDS):
+    if _SECRET.search(option.name):
         raise FlagError("secrets are never put on a command line; give the server this one through its environment")
     if value is None:
         return option.name, None

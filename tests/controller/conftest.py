@@ -24,10 +24,10 @@ def controllers() -> Iterator[Callable[..., HostController]]:
     """Builds HostControllers and, at teardown, stops what they started (by their record, not by pattern)."""
     made: list[HostController] = []
 
-    def build(config: ControllerConfig, transport: Transport | None = None, sinks: MemorySinks | None = None,
-              **kwargs: Any) -> HostController:
+    def build(config: ControllerConfig, connect: Callable[[], Transport] = LocalTransport,
+              sinks: MemorySinks | None = None, **kwargs: Any) -> HostController:
         box = sinks or MemorySinks()
-        controller = HostController(config, transport or LocalTransport(), box, box, **kwargs)
+        controller = HostController(config, connect, box, box, **kwargs)
         made.append(controller)
         return controller
 
