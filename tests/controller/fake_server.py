@@ -5,6 +5,7 @@ Behaviour is chosen by real SGLang flags, so requests go through the real schema
   --served-model-name=never-ready     keeps running, never prints the ready line
   --served-model-name=exit-early      exits 3 at once
   --served-model-name=ignore-term     ignores SIGTERM (and so does its worker): needs SIGKILL
+  --served-model-name=slow            takes 3 s to load before it is ready
 It starts one worker process in its process group, like SGLang's scheduler, to check group kills.
 If FAKE_ARGV_LOG is set, it appends its argv as one JSON line there first.
 """
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> int:
                                + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if name == "ignore-term" else "")
                                + "time.sleep(3600)"])
     print(f"[2026-12-02 10:00:00] server_args=ServerArgs(argv={argv!r})", flush=True)
-    time.sleep(0.3)
+    time.sleep(3.0 if name == "slow" else 0.3)
     fraction = float(option(argv, "mem-fraction-static", "0.85"))
     if fraction >= 0.93:
         print("Traceback (most recent call last):\n  File \"model_runner.py\", line 1\n"

@@ -6,6 +6,8 @@ import shlex
 import socket
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +63,7 @@ def host_table(tmp: Path, port: int, python: str = sys.executable, server: str =
         },
         "vetoes": [{"flag": "kv-cache-dtype", "value": "fp8*", "reason": "degrades the model noticeably"}],
         "restart": {"python": python, "flags_schema": "0.5.23", "state_dir": f"{tmp}/state",
-                    "stop_timeout": 3, "ready_timeout": 20, "poll_interval": 0.1, **restart},
+                    "stop_timeout": 3, "ready_timeout": 60, "poll_interval": 0.1, **restart},
     }
 
 
@@ -71,3 +73,37 @@ def make_config(tmp: Path, port: int, **kwargs: Any) -> ControllerConfig:
     return config
 
 
+
+
+def instances(port: int) -> list[int]:
+    """Pids of fake servers serving `port` (test assertion only: kvwatch itself never looks by pattern)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(FAKE_SERVER).encode() in args and f"--port={port}".encode() in args and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def when_state(operation_holder: Callable[[], Any], state: str, action: Callable[[], None],
+               timeout: float = 30.0) -> threading.Thread:
+    """Run `action` once the current operation reaches `state` (a fault injected mid-restart)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            op = operation_holder()
+            if op is not None and op.state == state:
+                action()
+                return
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread

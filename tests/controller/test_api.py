@@ -103,7 +103,7 @@ def test_restart_is_202_then_progress_then_a_new_run(api: TestClient, sinks: Mem
     busy = api.post("/api/hosts/gpu1/restart", headers=AUTH, json={"flags": {"mem-fraction-static": 0.85}})
     assert busy.status_code == 409
     controller = api.app.state.controllers["gpu1"]  # type: ignore[attr-defined]
-    controller.wait(30)
+    controller.wait(120)
     status = api.get("/api/hosts/gpu1/restart").json()
     assert status["operation"]["outcome"] == "ok"
     assert status["operation"]["run_id"] == run_id

@@ -81,7 +81,7 @@ def test_the_owners_launch_values_reach_the_server_verbatim(tmp_path: Path, cont
                           presets=config.presets, vetoes=config.vetoes, restart=config.restart)
     controller = controllers(config)
     controller.begin("owner", flags={"decode-log-interval": 10})
-    done = controller.wait(30)
+    done = controller.wait(120)
     assert done is not None
     assert done.outcome == "ok", done.detail
     argv = json.loads(marker.read_text().splitlines()[0])

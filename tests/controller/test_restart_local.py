@@ -14,9 +14,9 @@ from tests.controller.support import MemorySinks, free_port, make_config
 def test_new_flags_start_a_new_run_with_the_new_capacity(tmp_path: Path, controllers, sinks: MemorySinks) -> None:
     controller = controllers(make_config(tmp_path, free_port()), sinks=sinks)
     first = controller.begin("test", flags={"mem-fraction-static": 0.85})
-    assert controller.wait(30) is first and first.outcome == "ok", first.public()
+    assert controller.wait(120) is first and first.outcome == "ok", first.public()
     second = controller.begin("test", preset="bf16-hicache-088")
-    controller.wait(30)
+    controller.wait(120)
     assert second.outcome == "ok", second.detail
     assert [run_id for _, run_id, _, _ in sinks.started] == [first.run_id, second.run_id]
     log = Path(sinks.started[1][3]).read_text()
@@ -34,9 +34,9 @@ def test_new_flags_start_a_new_run_with_the_new_capacity(tmp_path: Path, control
 def test_a_server_that_runs_out_of_memory_is_rolled_back(tmp_path: Path, controllers, sinks: MemorySinks) -> None:
     controller = controllers(make_config(tmp_path, free_port()), sinks=sinks)
     good = controller.begin("test", flags={"mem-fraction-static": 0.88})
-    controller.wait(30)
+    controller.wait(120)
     bad = controller.begin("test", flags={"mem-fraction-static": 0.93})
-    controller.wait(30)
+    controller.wait(120)
     assert good.outcome == "ok", good.public()
     assert bad.outcome == "rolled_back", bad.public()
     assert "CUDA out of memory" in bad.detail
@@ -67,7 +67,7 @@ def test_two_concurrent_restarts_give_one_busy(tmp_path: Path, controllers, sink
     controller.begin("a", flags={"mem-fraction-static": 0.85})
     with pytest.raises(Busy):
         controller.begin("b", flags={"mem-fraction-static": 0.88})
-    done = controller.wait(30)
+    done = controller.wait(120)
     assert done is not None
     assert done.outcome == "ok", done.public()
     assert sorted(a.outcome for a in sinks.audits) == ["busy", "ok"]
@@ -79,13 +79,13 @@ def test_two_kvwatch_processes_exclude_each_other_through_the_host_lease(tmp_pat
     one.begin("a", flags={"mem-fraction-static": 0.85})
     with pytest.raises(Busy, match="another kvwatch"):
         two.begin("b", flags={"mem-fraction-static": 0.88})
-    assert one.wait(30).outcome == "ok"  # type: ignore[union-attr]
+    assert one.wait(120).outcome == "ok"  # type: ignore[union-attr]
 
 
 def test_a_server_ignoring_sigterm_is_killed_with_its_workers(tmp_path: Path, controllers) -> None:
     controller = controllers(make_config(tmp_path, free_port(), stop_timeout=1))
     controller.begin("t", flags={"served-model-name": "ignore-term"})
-    assert controller.wait(30).outcome == "ok"  # type: ignore[union-attr]
+    assert controller.wait(120).outcome == "ok"  # type: ignore[union-attr]
     record = json.loads((tmp_path / "state" / "current.json").read_text())
     stopped = controller.remote.stop(1)
     assert stopped["stopped"] == "kill" and stopped["left"] == [] and stopped["port_free"]
