@@ -102,7 +102,7 @@ def _raw_flags(schema: Schema, tokens: list[str]) -> tuple[dict[str, object], li
             errors.append(ValidationError("launch", f"unexpected argument {token!r}"))
             continue
         try:
-            option, negative = schema.resolve(name)
+            option = schema.resolve(name)[0]
         except FlagError as exc:
             errors.append(ValidationError(name, str(exc)))
             continue

@@ -2,9 +2,18 @@
 
     python -m app.flags.extract --python /path/to/venv/bin/python      # writes app/flags/sglang-<v>.json
 
+A venv that can import sglang.srt.server_args without a GPU (Python 3.11, ~90 s, 2.3 GB):
+
+    python3 -m venv V && V/bin/pip install --no-deps sglang==0.5.23 && V/bin/pip install torch==2.13.0 \
+        numpy orjson psutil pybase64 requests triton packaging pillow starlette pydantic pyzmq tqdm \
+        ipython aiohttp msgspec
+
+(`pip install kvwatch[sglang]` pulls sglang with all its CUDA dependencies instead.) The test that
+regenerates the committed file runs when KVWATCH_SGLANG_PYTHON=V/bin/python.
+
 The extraction program below is plain stdlib Python that runs in the interpreter that has sglang
 (never in kvwatch's): locally through `LocalTransport`, on a GPU host through the SSH transport,
-always as `<python> -c PROGRAM <mode>` with argv quoted by the transport. `version` mode reads
+always as `env PYTHONHASHSEED=0 <python> -c PROGRAM <mode>` with argv quoted by the transport. `version` mode reads
 importlib.metadata only (cheap: no torch import); `schema` mode imports sglang.srt.server_args,
 which imports torch (about 4 s on CPU).
 """
@@ -84,7 +93,8 @@ class ExtractError(CollectorError):
 
 def run_program(transport: Runner, python: str, mode: str, timeout: float) -> dict[str, Any]:
     """Run the extraction program in `python` on `transport`; its one JSON line, parsed."""
-    result = transport.run([python, "-c", PROGRAM, mode], timeout=timeout)
+    # SGLang builds some choices lists from sets (--sampling-backend): a fixed hash seed keeps their order.
+    result = transport.run(["env", "PYTHONHASHSEED=0", python, "-c", PROGRAM, mode], timeout=timeout)
     try:
         answer = json.loads(result.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
     except (IndexError, ValueError):

@@ -126,8 +126,8 @@ class Schema:
                 raise FlagError(f"ambiguous abbreviation: could be --{', --'.join(names[:4])}{more}")
             option = next(iter(matches.values()))
             string = next(s for s in option.option_strings if s.startswith(string))
-        negative = option.action == "boolean_optional" and string.startswith("--no-") and string != option.option_strings[0]
-        return option, negative
+        negative = string.startswith("--no-") and string != option.option_strings[0]
+        return option, option.action == "boolean_optional" and negative
 
 
 @cache

@@ -82,7 +82,8 @@ def test_the_fp8_preset_is_vetoed_and_the_others_are_not() -> None:
     assert config.veto_for(SCHEMA, _target(config, "default-085")) is None
 
 
-@pytest.mark.parametrize(("value", "vetoed"), [("fp8_e4m3", True), ("fp8_e5m2", True), ("bf16", False), ("auto", False)])
+@pytest.mark.parametrize(("value", "vetoed"),
+                         [("fp8_e4m3", True), ("fp8_e5m2", True), ("bf16", False), ("auto", False)])
 def test_the_example_veto_matches_every_fp8_kind(value: str, vetoed: bool) -> None:
     assert EXAMPLE_VETO.matches(SCHEMA, {"kv-cache-dtype": value}) is vetoed
 

@@ -22,16 +22,15 @@ def test_the_bundled_schema_holds_every_option_of_the_parser() -> None:
     assert SCHEMA.option("tp-size").option_strings == ("--tp-size", "--tensor-parallel-size")
 
 
-@pytest.mark.parametrize(("given", "canonical"), [
-    ("tp", "tp-size"), ("dp", "dp-size"), ("tp-size", "tp-size"), ("tensor-parallel-size", "tp-size"),
-    ("model", "model-path"), ("--mem-fraction-static", "mem-fraction-static"), ("enable-hicache", "enable-hierarchical-cache"),
+@pytest.mark.parametrize(("given", "value", "canonical"), [
+    ("tp", 8, "tp-size"), ("dp", 2, "dp-size"), ("tp-size", 8, "tp-size"), ("tensor-parallel-size", 8, "tp-size"),
+    ("model", "/models/x", "model-path"), ("--mem-fraction-static", 0.88, "mem-fraction-static"),
+    ("enable-hicache", True, "enable-hierarchical-cache"), ("mem-frac", 0.88, "mem-fraction-static"),
 ])
-def test_names_resolve_like_argparse(given: str, canonical: str) -> None:
-    flags, errors = normalize(SCHEMA, {given: 2 if "size" in canonical or canonical in ("tp-size", "dp-size") else
-                                       True if canonical.startswith("enable") else 0.5 if "fraction" in canonical
-                                       else "/models/x"})
+def test_names_resolve_like_argparse(given: str, value: object, canonical: str) -> None:
+    flags, errors = normalize(SCHEMA, {given: value})
     assert errors == []
-    assert list(flags) == [canonical]
+    assert flags == {canonical: value}
 
 
 @pytest.mark.parametrize(("flags", "flag", "message"), [
