@@ -66,7 +66,6 @@ class Operation:
     log_tail: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_TAIL))
     offsets: dict[str, int] = field(default_factory=dict)
     ready: set[str] = field(default_factory=set)
-    announced: set[str] = field(default_factory=set)
 
     def step(self, state: str, message: str) -> None:
         self.state = state

@@ -118,7 +118,9 @@ EXAMPLE_PRESETS = (
 EXAMPLE_VETO = Veto("kv-cache-dtype", "fp8*", "the owner ruled out fp8 KV cache: it degrades the model noticeably")
 
 
-def parse_controller_config(host_table: dict[str, Any], shared: dict[str, Any] | None = None) -> ControllerConfig | None:
+def parse_controller_config(
+    host_table: dict[str, Any], shared: dict[str, Any] | None = None
+) -> ControllerConfig | None:
     """The controller part of one `[[hosts]]` table; None when it has no `launch`. Raises ConfigError.
 
     `shared` holds the top-level `[presets.<name>]` and `[[vetoes]]` tables, which apply to every host

@@ -24,6 +24,7 @@ started, plus pid, start time and command line as /proc showed them right after 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 MAX_CHUNK = 256 * 1024
@@ -161,10 +163,8 @@ def wait_gone(pgid: int, deadline: float) -> bool:
 
 
 def signal_group(pgid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # the group may be gone already
         os.killpg(pgid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def op_stop(state: str, timeout: str) -> dict[str, Any]:
@@ -245,8 +245,10 @@ def op_promote(state: str, run_id: str) -> dict[str, Any]:
     return {"ok": True}
 
 
-OPS = {"lease": op_lease, "release": op_release, "status": op_status, "stop": op_stop, "start": op_start,
-       "check": op_check, "promote": op_promote}
+OPS: dict[str, Callable[..., dict[str, Any]]] = {
+    "lease": op_lease, "release": op_release, "status": op_status, "stop": op_stop, "start": op_start,
+    "check": op_check, "promote": op_promote,
+}
 
 
 def main(argv: list[str]) -> int:

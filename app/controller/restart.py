@@ -124,7 +124,7 @@ class HostController:
             self._refused(who, at, to_flags or _shown(flags, preset), exc)
             raise
         op = Operation(op_id=new_run_id(at), host=self.name, who=who, requested_at=at,
-                       from_flags=self._last_flags(), to_flags=to_flags, run_id=new_run_id(at))
+                       from_flags=self._last_flags(), to_flags=to_flags, run_id="")
         try:
             self._take_lease(op)
         except (RestartRefused, CollectorError) as exc:
@@ -133,6 +133,8 @@ class HostController:
             self._refused(who, at, to_flags, refusal)
             raise refusal from None
         self._starts.append(at)
+        op.log_path = self._log_path(op.op_id)
+        op.run_id = self._announce(to_flags, op.log_path, op.op_id)
         self.last = op
         self._thread = threading.Thread(target=self._run, args=(op,), name=f"restart-{self.name}", daemon=True)
         self._thread.start()
@@ -198,14 +200,16 @@ class HostController:
         self._lock.release()
 
     def _drive(self, op: Operation) -> tuple[Outcome, str]:
-        target = self._target(op.run_id, op.to_flags)
+        target = self._target(op.run_id, op.to_flags, op.log_path)
         failure = self._bring_up(op, target)
         if failure is None:
             return "ok", f"run {target.run_id} is up with the new flags"
         good = self._good_flags(op)
         if good == op.to_flags:
             return "failed", f"{failure}; the last good flags are the same, not retried"
-        rollback = self._target(new_run_id(self.clock()), good)
+        token = new_run_id(self.clock())
+        log_path = self._log_path(token)
+        rollback = self._target(self._announce(good, log_path, token), good, log_path)
         op.step("rolling_back", f"{failure}; rolling back to the last good flags as run {rollback.run_id}")
         self._starts.append(self.clock())  # counts toward the cap; one rollback per operation, never more
         second = self._bring_up(op, rollback)
@@ -218,18 +222,21 @@ class HostController:
         good = (status.get("good") or {}).get("flags")
         return dict(good) if isinstance(good, dict) else self.launch().flags
 
-    def _target(self, run_id: str, flags: dict[str, FlagValue]) -> Target:
+    def _log_path(self, token: str) -> str:
+        """A new log file per start, named by the operation (never by anything a request chose)."""
+        return f"{self.settings.log_dir.rstrip('/')}/sglang-{_SAFE.sub('_', self.name)}-{token}.log"
+
+    def _target(self, run_id: str, flags: dict[str, FlagValue], log_path: str) -> Target:
         schema, launch = self.schema(), self.launch()
         port = flags.get("port", schema.option("port").default)
         bind = str(flags.get("host", schema.option("host").default) or "127.0.0.1")
-        log_name = f"sglang-{_SAFE.sub('_', self.name)}-{run_id}.log"
-        return Target(run_id=run_id, flags=flags, argv=launch.argv(schema, flags), env=launch.env,
-                      log=f"{self.settings.log_dir.rstrip('/')}/{log_name}",
+        return Target(run_id=run_id, flags=flags, argv=launch.argv(schema, flags), env=launch.env, log=log_path,
                       host="127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind, port=int(port))  # type: ignore[arg-type]
 
     def _bring_up(self, op: Operation, target: Target) -> str | None:
         """None when `target` is up and healthy; else why not (the failed server is stopped)."""
-        return self._retrying(op, lambda: self._attempt(op, target))
+        failure: str | None = self._retrying(op, lambda: self._attempt(op, target))
+        return failure
 
     def _retrying(self, op: Operation, step: Callable[[], Any]) -> Any:
         while True:
@@ -256,12 +263,10 @@ class HostController:
     def _attempt(self, op: Operation, target: Target) -> str | None:
         status = self.remote.status(target.host, target.port)
         record = status.get("record") or {}
-        if record.get("run_id") != target.run_id:
+        if record.get("run_id") != target.run_id:  # else it started just before a drop: follow it
             failure = self._replace(op, target, status)
             if failure is not None:
                 return failure
-        elif target.run_id not in op.announced:  # started just before a drop: announce it now
-            self._announce(op, target)
         op.log_path = target.log
         return self._await_ready(op, target)
 
@@ -273,22 +278,24 @@ class HostController:
             stopped = self.remote.stop(self.settings.stop_timeout)
             self._ended(str(record.get("run_id")), f"stopped for run {target.run_id} ({stopped.get('stopped')})")
             if stopped.get("left") or not stopped.get("port_free"):
-                return f"the old server did not go away (left: {stopped.get('left')}, port free: {stopped.get('port_free')})"
+                left, free = stopped.get("left"), stopped.get("port_free")
+                return f"the old server did not go away (processes left: {left}, port free: {free})"
         elif status.get("port_open"):
             return f"port {target.port} is in use by a process kvwatch did not start; stop it by hand once"
         op.step("starting", f"starting run {target.run_id}: {' '.join(target.argv)}")
         started = self.remote.start(target.record(op.op_id, self.clock()))
         if "error" in started:
+            self._ended(target.run_id, f"not started: {started['error']}")
             return str(started["error"])
-        self._announce(op, target)
         return None
 
-    def _announce(self, op: Operation, target: Target) -> None:
-        op.announced.add(target.run_id)
+    def _announce(self, flags: dict[str, FlagValue], log_path: str, fallback: str) -> str:
+        """The run's id from the RunSink (our own token if the sink fails: the restart matters more)."""
         try:
-            self.runs.run_started(self.name, target.run_id, target.flags, target.log, self.clock())
+            return str(self.runs.run_started(self.name, flags, log_path, self.clock()))
         except Exception:
-            log.exception("%s: RunSink.run_started failed for %s", self.name, target.run_id)
+            log.exception("%s: RunSink.run_started failed; run id %s used instead", self.name, fallback)
+            return fallback
 
     def _ended(self, run_id: str, reason: str) -> None:
         try:

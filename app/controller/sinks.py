@@ -44,9 +44,13 @@ class AuditSink(Protocol):
 
 
 class RunSink(Protocol):
-    """A run is one server start with its flags; its log is followed from `log_path` on the host."""
+    """A run is one server start with its flags; its log is followed from `log_path` on the host.
 
-    def run_started(self, host: str, run_id: str, flags: dict[str, FlagValue], log_path: str,
-                    started_at: float) -> None: ...
+    `run_started` is called once the host is locked and before the server is spawned, so that the run
+    id can be answered at once (202); it returns the id the store gave the run. `run_ended` follows
+    when kvwatch stops that server, or when it failed to become ready.
+    """
+
+    def run_started(self, host: str, flags: dict[str, FlagValue], log_path: str, started_at: float) -> str: ...
 
     def run_ended(self, host: str, run_id: str, ended_at: float, reason: str) -> None: ...

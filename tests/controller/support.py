@@ -31,10 +31,11 @@ class MemorySinks:
         with self.lock:
             self.audits.append(record)
 
-    def run_started(self, host: str, run_id: str, flags: dict[str, FlagValue], log_path: str,
-                    started_at: float) -> None:
+    def run_started(self, host: str, flags: dict[str, FlagValue], log_path: str, started_at: float) -> str:
         with self.lock:
+            run_id = f"{host}-run{len(self.started) + 1}"
             self.started.append((host, run_id, flags, log_path))
+            return run_id
 
     def run_ended(self, host: str, run_id: str, ended_at: float, reason: str) -> None:
         with self.lock:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +96,33 @@ def test_a_server_ignoring_sigterm_is_killed_with_its_workers(tmp_path: Path, co
     assert stopped["port_free"]
     stat = Path(f"/proc/{record['pid']}/stat")
     assert not stat.exists() or stat.read_text().rsplit(") ", 1)[1][0] == "Z"
+
+
+def test_a_port_taken_by_a_process_kvwatch_did_not_start_is_left_alone(tmp_path: Path, controllers) -> None:
+    port = free_port()
+    with socket.create_server(("127.0.0.1", port)) as squatter:
+        controller = controllers(make_config(tmp_path, port))
+        op = controller.begin("t", flags={"mem-fraction-static": 0.85})
+        controller.wait(120)
+        assert op.outcome == "failed"
+        assert "kvwatch did not start" in op.detail
+        assert squatter.fileno() != -1  # still ours, still listening: nothing was killed by pattern
+
+
+def test_a_recycled_pid_in_the_record_is_never_signalled(tmp_path: Path, controllers) -> None:
+    """The record names a pid that now belongs to another process: start time differs, so no signal."""
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        state = tmp_path / "state"
+        state.mkdir()
+        cmdline = Path(f"/proc/{bystander.pid}/cmdline").read_bytes().split(b"\0")[:-1]
+        (state / "current.json").write_text(json.dumps({
+            "run_id": "old", "pid": bystander.pid, "starttime": 1, "host": "127.0.0.1", "port": 1,
+            "cmdline": [part.decode() for part in cmdline]}))
+        controller = controllers(make_config(tmp_path, free_port()))
+        stopped = controller.remote.stop(1)
+        assert stopped["stopped"].startswith("not running")
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
