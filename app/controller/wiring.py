@@ -48,7 +48,7 @@ def controller_tables(config: Config) -> list[dict[str, Any]]:
 
 def build_controllers(config: Config, store: Store) -> dict[str, HostController]:
     """A HostController for every host with a `launch`. Raises ConfigError on a bad controller table."""
-    shared = {key: config.tables[key] for key in ("presets", "vetoes") if key in config.tables}
+    shared: dict[str, Any] = {key: config.tables[key] for key in ("presets", "vetoes") if key in config.tables}
     sinks = StoreSinks(store)
     hosts = {h.name: h for h in config.hosts}
     controllers = {}
