@@ -77,25 +77,31 @@ class HostController:
         return self._lock.locked()
 
     def schema(self) -> Schema:
-        """The flag schema to validate against: the host's own sglang, or a pinned bundled version."""
-        if self._schema is None:
-            pinned = self.settings.flags_schema
-            try:
-                self._schema = (remote_schema(self.remote, self.settings.python, self.cache)
-                                if pinned == "remote" else load_bundled(pinned))
-            except (CollectorError, FlagError) as exc:
-                raise HostUnavailable(f"{self.name}: cannot read sglang's flags: {exc}") from exc
+        """The flag schema to validate against: the host's own sglang, or a pinned bundled version.
+
+        Remote: the installed version is asked every time (cheap, no torch import), so an upgrade on
+        the host is noticed; the extraction itself runs once per version (SchemaCache).
+        """
+        pinned = self.settings.flags_schema
+        if pinned != "remote" and self._schema is not None:
+            return self._schema
+        try:
+            self._schema = (remote_schema(self.remote, self.settings.python, self.cache)
+                            if pinned == "remote" else load_bundled(pinned))
+        except (CollectorError, FlagError) as exc:
+            raise HostUnavailable(f"{self.name}: cannot read sglang's flags: {exc}") from exc
         return self._schema
 
-    def launch(self) -> Launch:
-        launch, errors = parse_launch(self.schema(), self.config.launch)
+    def launch(self, schema: Schema | None = None) -> Launch:
+        launch, errors = parse_launch(schema or self.schema(), self.config.launch)
         if errors:
             raise InvalidFlags([ValidationError(e.flag, f"in hosts.{self.name}.launch: {e.message}") for e in errors])
         return launch
 
     def plan(self, flags: dict[str, object] | None = None, preset: str | None = None) -> dict[str, FlagValue]:
         """The complete flags a request means (launch + preset + flags). Raises InvalidFlags or Vetoed."""
-        schema, launch = self.schema(), self.launch()
+        schema = self.schema()
+        launch = self.launch(schema)
         requested: dict[str, object] = {}
         if preset is not None:
             if preset not in self.config.presets:
@@ -179,7 +185,7 @@ class HostController:
     def _last_flags(self) -> dict[str, FlagValue]:
         if self.last is not None and self.last.outcome == "ok":
             return self.last.to_flags
-        return self.launch().flags
+        return self.launch(self._schema).flags
 
     def _run(self, op: Operation) -> None:
         try:
@@ -220,14 +226,15 @@ class HostController:
     def _good_flags(self, op: Operation) -> dict[str, FlagValue]:
         status = self._retrying(op, lambda: self.remote.status("127.0.0.1", 0))
         good = (status.get("good") or {}).get("flags")
-        return dict(good) if isinstance(good, dict) else self.launch().flags
+        return dict(good) if isinstance(good, dict) else self.launch(self._schema).flags
 
     def _log_path(self, token: str) -> str:
         """A new log file per start, named by the operation (never by anything a request chose)."""
         return f"{self.settings.log_dir.rstrip('/')}/sglang-{_SAFE.sub('_', self.name)}-{token}.log"
 
     def _target(self, run_id: str, flags: dict[str, FlagValue], log_path: str) -> Target:
-        schema, launch = self.schema(), self.launch()
+        schema = self._schema or self.schema()  # the one this request was validated against
+        launch = self.launch(schema)
         port = flags.get("port", schema.option("port").default)
         bind = str(flags.get("host", schema.option("host").default) or "127.0.0.1")
         return Target(run_id=run_id, flags=flags, argv=launch.argv(schema, flags), env=launch.env, log=log_path,

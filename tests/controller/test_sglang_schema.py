@@ -10,11 +10,13 @@ import os
 
 import pytest
 
+from app.controller.errors import InvalidFlags
 from app.flags.extract import dump, extract_schema, schema_path
 from app.flags.remote import SchemaCache, remote_schema
 from app.flags.schema import load_bundled
 from collectors.base import CommandResult
 from collectors.local import LocalTransport
+from tests.controller.support import free_port, make_config
 from tests.fixtures.components import require_component
 
 
@@ -50,3 +52,16 @@ def test_a_hosts_own_sglang_is_asked_over_ssh_once_per_version(sshd, sglang_pyth
     assert [argv[-1] for argv in runner.argvs] == ["version", "schema"]
     assert remote_schema(runner, sglang_python, cache) is schema
     assert [argv[-1] for argv in runner.argvs] == ["version", "schema", "version"]  # no second torch import
+
+
+@pytest.mark.sshd
+def test_a_restart_is_validated_against_the_hosts_own_sglang(sshd, sglang_python: str, tmp_path, controllers) -> None:
+    config = make_config(tmp_path, free_port(), python=sglang_python, flags_schema="remote")
+    controller = controllers(config, connect=sshd.connect)
+    with pytest.raises(InvalidFlags, match="fp4_e2m1"):  # a 0.5.5-0.5.13 choice, gone in 0.5.23
+        controller.begin("ssh", flags={"kv-cache-dtype": "fp4_e2m1"})
+    op = controller.begin("ssh", flags={"kv-cache-dtype": "bf16", "mem-fraction-static": 0.88})
+    done = controller.wait(120)
+    assert done is op
+    assert op.outcome == "ok", op.detail
+    assert controller.schema().version == "0.5.23"
