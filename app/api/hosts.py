@@ -9,6 +9,7 @@ from fastapi import APIRouter
 
 from app.api.deps import ServicesDep
 from app.api.derived import eta
+from app.pipeline.heartbeat import stored_health
 
 router = APIRouter(tags=["hosts"])
 
@@ -19,7 +20,8 @@ def list_hosts(services: ServicesDep) -> list[dict[str, Any]]:
     out = []
     for host in services.config.hosts:
         collector = services.collectors.get(host.name)
-        health = collector.health.as_dict() if collector else {"state": "stopped", "sources": {}}
+        # A web-only app (scale-out) shows what the host's collector process last wrote to the store.
+        health = collector.health.as_dict() if collector else stored_health(services.store, host.name)
         out.append(
             {
                 "name": host.name,
