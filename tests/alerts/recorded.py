@@ -105,7 +105,8 @@ class Rig:
         return [c.alert.state for c in self.changes if c.alert.rule == rule]
 
     def state(self, rule: str) -> str:
-        return self.alert(rule)["state"] if self.alert(rule) else "inactive"
+        alert = self.alert(rule)
+        return "inactive" if alert is None else str(alert["state"])
 
     def alert(self, rule: str) -> dict[str, Any] | None:
         shown = [a for a in self.engine.snapshot(retention_s=float("inf")) if a["rule"] == rule]
