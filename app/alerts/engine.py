@@ -65,9 +65,8 @@ class AlertEngine:
         clock: Callable[[], float] = time.time,
         health: Callable[[str], HostHealth | None] | None = None,
         on_change: Callable[[Change], None] | None = None,
-        base_url: str = "",
     ) -> None:
-        self.store, self.clock, self.base_url = store, clock, base_url
+        self.store, self.clock = store, clock
         self.on_change = on_change
         self.hosts = {h.name: h for h in hosts}
         self.rules = {name: {r.name: r for r in rules.get(name, ())} for name in self.hosts}
@@ -89,17 +88,23 @@ class AlertEngine:
         with self._lock:
             now = self.clock()
             for host in self.hosts:
-                mute = self._mutes.get(host)
-                if mute is not None and mute.until <= now:
-                    changes += self._rearm(host, now)
-                if host in self._mutes:
-                    continue
-                self._fresh[host].refresh(self.store, host, now)
-                for rule in self.rules[host].values():
-                    changes += self._evaluate_rule(host, rule, now)
+                try:
+                    self._evaluate_host(host, now, changes)
+                except Exception:  # one host's failure must not hold back the others' changes
+                    log.exception("%s: alert evaluation failed; retrying at the next tick", host)
             if now - self._flushed_at >= FLUSH_EVERY_S:
                 self.flush()
         return self._emit(changes)
+
+    def _evaluate_host(self, host: str, now: float, changes: list[Change]) -> None:
+        mute = self._mutes.get(host)
+        if mute is not None and mute.until <= now:
+            changes += self._rearm(host, now)
+        if host in self._mutes:
+            return
+        self._fresh[host].refresh(self.store, host, now)
+        for rule in self.rules[host].values():
+            changes += self._evaluate_rule(host, rule, now)
 
     def mute(self, host: str, until: float | None = None, reason: str = "controller restart") -> None:
         """Freeze `host`'s alerts until `until` (epoch seconds, wall clock) or `unmute(host)`."""
@@ -233,7 +238,7 @@ class AlertEngine:
 
     def _public(self, alert: AlertState) -> dict[str, Any]:
         rule = self.rules.get(alert.host, {}).get(alert.rule)
-        return public(alert, rule, muted=alert.host in self._mutes, base_url=self.base_url)
+        return public(alert, rule, muted=alert.host in self._mutes)
 
     def _persist(self, alert: AlertState) -> None:
         t = alert.since if alert.since is not None else 0.0

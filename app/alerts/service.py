@@ -78,7 +78,10 @@ def start_alerting(
     """Build and start alerting for `services`; the caller stops it (before closing the store)."""
     config = services.config
     rules = {host.name: rules_for_host(config, host) for host in config.hosts}
-    delivery = WebhookDelivery(config.server.webhook, services.store) if config.server.webhook else None
+    if base_url is None:
+        base_url = f"http://{config.server.host}:{config.server.port}"
+    webhook = config.server.webhook
+    delivery = WebhookDelivery(webhook, services.store, base_url=base_url) if webhook else None
 
     def publish(change: Change) -> None:
         services.bus.publish("alert", change.payload)
@@ -91,7 +94,6 @@ def start_alerting(
         rules,
         health=lambda host: _health(services, host),
         on_change=publish,
-        base_url=base_url if base_url is not None else f"http://{config.server.host}:{config.server.port}",
     )
     service = AlertService(engine, delivery, interval)
     service.start()

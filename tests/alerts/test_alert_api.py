@@ -70,7 +70,7 @@ def test_get_alerts_follows_the_contract(services: Services, serve_app: Any) -> 
     assert (alert["rule"], alert["host"], alert["since"]) == ("token_usage_high", "gpu1", T0 + 120)
     assert alert["value"] == pytest.approx(0.97)
     assert alert["summary"].startswith("gpu1: KV token usage high (97.0%)")
-    assert alert["link"].startswith(f"http://127.0.0.1:8765/?host=gpu1&from={int(T0 - 300)}&to=")
+    assert alert["link"].startswith(f"/?host=gpu1&from={int(T0 - 300)}&to=")
     assert httpx.get(url, params={"host": "gpu1"}).json()[0]["rule"] == "token_usage_high"
     missing = httpx.get(url, params={"host": "nope"})
     assert missing.status_code == 404
@@ -134,6 +134,8 @@ def test_a_saturating_log_on_disk_fires_through_the_real_pipeline(
     sent = wait_for(lambda: [b for b in list(receiver.accepted) if b["alert"]["rule"] == "token_usage_high"])
     assert [b["status"] for b in sent] == ["firing"]
     assert sent[0]["alert"]["since"] == T0 + 50 + 120
+    assert sent[0]["alert"]["link"].startswith(f"http://127.0.0.1:8765/?host=gpu1&from={int(T0 + 50 - 300)}")
+    assert "|chart>" in sent[0]["text"]
     server.stop()
     assert services.alerts is None  # stopped with the app, before the store closed
 
