@@ -92,7 +92,7 @@ def parse_config(data: dict[str, Any], where: str = "<memory>") -> Config:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ConfigError(f"{where}: hosts: duplicate name {duplicates[0]!r}")
-    tables = {k: data[k] for k in ("presets", "vetoes", "alerts") if k in data}
+    tables: dict[str, Any] = {k: data[k] for k in ("presets", "vetoes", "alerts") if k in data}
     return Config(server=server, hosts=hosts, tables=tables, path=where)
 
 
@@ -130,7 +130,7 @@ def _parse_host(table: Any, index: int, where: str) -> HostConfig:
     target = _typed(table, "target_completions", int, where, label, None)
     if target is not None and target <= 0:
         raise ConfigError(f"{where}: {label}target_completions: must be positive, got {target}")
-    tables = {k: table[k] for k in ("presets", "vetoes", "alerts") if k in table}
+    tables: dict[str, Any] = {k: table[k] for k in ("presets", "vetoes", "alerts") if k in table}
     return HostConfig(
         name=_typed(table, "name", str, where, label, ""),
         ssh=_typed(table, "ssh", str, where, label, ""),

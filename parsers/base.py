@@ -25,9 +25,15 @@ class ParseHealth:
     lines: int = 0
     records: int = 0
     unparsed: int = 0
+    access: int = 0  # HTTP access lines: recognised and counted, never records
 
     def as_dict(self) -> dict[str, int]:
-        return {"lines": self.lines, "records": self.records, "unparsed": self.unparsed}
+        return {
+            "lines": self.lines,
+            "records": self.records,
+            "unparsed": self.unparsed,
+            "access": self.access,
+        }
 
 
 class LineParser(Protocol):

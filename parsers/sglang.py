@@ -1,4 +1,11 @@
-"""SGLang server log: Decode/Prefill batch lines (first slice; the parsers issue extends it).
+"""SGLang server log, every release 0.2 -> 0.5.23 (formats: reference/sglang-and-vllm-log-formats.md).
+
+- `Decode batch` / `Prefill batch` lines -> `decode` / `prefill` (key/value pairs, not a fixed
+  regex: any order, unknown keys kept, `[N]` iteration counter -> `iter`, trailing `, ` or not);
+- `max_total_num_tokens=...` -> `capacity`; `KV Cache is allocated. ...` -> `kv_cache`;
+- `server_args=...` -> `server_args` with the flags as a dict in `args`;
+- events and multi-line tracebacks -> `event` (see parsers.events);
+- uvicorn access lines -> counted in `health.access`, no record.
 
 Example: `[2026-02-24 12:49:14 TP0] Decode batch, #running-req: 72, #token: 153179, token usage: 0.96,
 cuda graph: True, gen throughput (token/s): 930.63, #queue-req: 79`
@@ -6,45 +13,110 @@ cuda graph: True, gen throughput (token/s): 930.63, #queue-req: 79`
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
 from parsers.base import ParseHealth, Record
+from parsers.events import TracebackMixin, event_of, event_record, open_block
+from parsers.header import Header, parse_header, search_header
+from parsers.server_args import parse_args_dump
+from parsers.values import field_name, field_value, split_pairs
 
-_PREFIX = re.compile(r"\[(?P<date>\d{4}-\d{2}-\d{2} )?(?P<time>\d{2}:\d{2}:\d{2}(?:\.\d+)?)(?P<tags>[^\]]*)\]")
-_BATCH = re.compile(r"(?P<kind>Decode|Prefill) batch(?: \[\d+\])?[.,]?\s*(?P<body>.*)$")
-_UNIT = re.compile(r"\([^)]*\)")
-_NON_ALNUM = re.compile(r"[^0-9a-z]+")
-_TAG = re.compile(r"([A-Z_]+?)(\d+)")
+__all__ = ["SglangParser", "field_name", "field_value", "is_access_line", "parse_batch"]
 
-
-def field_name(key: str) -> str:
-    """`#running-req` -> `running_req`, `gen throughput (token/s)` -> `gen_throughput`."""
-    key = _UNIT.sub("", key.strip().lstrip("#")).strip().lower()
-    return _NON_ALNUM.sub("_", key).strip("_")
+_NAMES: dict[str, str] = {}
 
 
-def field_value(raw: str) -> int | float | bool | str:
-    raw = raw.strip()
-    if raw in ("True", "False"):
-        return raw == "True"
-    try:
-        if raw.endswith("%"):
-            return round(float(raw[:-1]) / 100, 10)
-        return int(raw)
-    except ValueError:
-        pass
-    try:
-        return float(raw)
-    except ValueError:
-        return raw
+def is_access_line(text: str) -> bool:
+    """uvicorn's `127.0.0.1:40418 - "GET / HTTP/1.1" 404 Not Found`."""
+    return ' - "' in text and " HTTP/" in text
 
 
-def parse_tags(text: str) -> dict[str, int]:
-    return {name: int(number) for name, number in _TAG.findall(text)}
+def _batch_start(text: str) -> tuple[int, str] | None:
+    """(index of `Decode`/`Prefill`, kind) of the first ` batch` that follows one of them."""
+    index = text.find(" batch")
+    while index != -1:
+        if text.startswith("Decode", index - 6):
+            return index - 6, "decode"
+        if text.startswith("Prefill", index - 7):
+            return index - 7, "prefill"
+        index = text.find(" batch", index + 6)
+    return None
 
 
-class SglangParser:
+def _body_fields(record: Record, body: str) -> int:
+    """Add the `key: value` pairs of `body` to `record`; how many were added."""
+    added = 0
+    for part in body.split(", "):
+        key, found, raw = part.partition(": ")
+        if not found:
+            continue
+        name = _NAMES.get(key)
+        if name is None:
+            name = field_name(key)
+            if len(_NAMES) < 4096:
+                _NAMES[key] = name
+        if name:
+            record[name] = field_value(raw)
+            added += 1
+    return added
+
+
+def _rest_after_marker(record: Record, rest: str) -> str:
+    """Handle `[N]` and `(mixed #running-req: N)` right after the marker; the pair list remains."""
+    if rest.startswith(" [") and "]" in rest:
+        close = rest.index("]")
+        counter = rest[2:close]
+        if counter.isascii() and counter.isdigit():
+            record["iter"] = int(counter)
+            rest = rest[close + 1 :]
+    if rest.startswith("(") and ")" in rest:
+        close = rest.index(")")
+        _body_fields(record, rest[1:close])
+        rest = rest[close + 1 :]
+    return rest.lstrip(".,: ").rstrip(", .\r")
+
+
+def parse_batch(line_no: int, text: str) -> Record | None:
+    """A `decode`/`prefill` record from one line, or None when the line is not a batch line."""
+    start = _batch_start(text)
+    if start is None:
+        return None
+    index, kind = start
+    record: Record = {"kind": kind, "line": line_no}
+    header = search_header(text[:index]) if index else Header(None, {}, "", False)
+    if header.ts is not None:
+        record["ts"] = header.ts
+    record["tags"] = header.tags
+    rest = text[index + (12 if kind == "decode" else 13) :]
+    if _body_fields(record, _rest_after_marker(record, rest)) == 0:
+        return None
+    return record
+
+
+def _capacity(line_no: int, header: Header, message: str) -> Record:
+    record = _stamped("capacity", line_no, header)
+    record.update(split_pairs(message.rstrip(". "), ", ", "="))
+    return record
+
+
+def _kv_cache(line_no: int, header: Header, message: str) -> Record:
+    record = _stamped("kv_cache", line_no, header)
+    marker = " is allocated." if " is allocated." in message else " VA upper bound."
+    cache, _, body = message.partition(marker)
+    record["cache"] = cache.strip()
+    record.update(split_pairs(body.strip().rstrip(".")))
+    return record
+
+
+def _stamped(kind: str, line_no: int, header: Header) -> Record:
+    record: Record = {"kind": kind, "line": line_no}
+    if header.ts is not None:
+        record["ts"] = header.ts
+    record["tags"] = header.tags
+    return record
+
+
+class SglangParser(TracebackMixin):
     name: ClassVar[str] = "sglang"
 
     def __init__(self) -> None:
@@ -52,24 +124,57 @@ class SglangParser:
 
     def feed(self, line_no: int, text: str) -> list[Record]:
         self.health.lines += 1
-        batch = _BATCH.search(text)
-        if batch is None:
+        try:
+            records = self._feed(line_no, text)
+        except Exception:  # never raise: one odd line must not stop the stream
             self.health.unparsed += 1
             return []
-        record: Record = {"kind": batch["kind"].lower(), "line": line_no}
-        prefix = _PREFIX.search(text, 0, batch.start())
-        if prefix is not None:
-            date = (prefix["date"] or "").strip()
-            record["ts"] = f"{date}T{prefix['time']}" if date else prefix["time"]
-            record["tags"] = parse_tags(prefix["tags"])
-        else:
-            record["tags"] = {}
-        for part in batch["body"].split(", "):
-            key, sep, value = part.partition(": ")
-            if sep:
-                record[field_name(key)] = field_value(value)
-        self.health.records += 1
-        return [record]
+        self.health.records += len(records)
+        return records
 
     def flush(self) -> list[Record]:
+        records = self._flush_block()
+        self.health.records += len(records)
+        return records
+
+    def _feed(self, line_no: int, text: str) -> list[Record]:
+        if self._block is not None:
+            header = parse_header(text)
+            done, consumed = self._through_block(header.message, header.found)
+            if consumed:
+                return done
+            return done + self._line(line_no, text, header)
+        return self._line(line_no, text, None)
+
+    def _line(self, line_no: int, text: str, header: Header | None) -> list[Record]:
+        if " batch" in text:
+            record = parse_batch(line_no, text)
+            if record is not None:
+                return [record]
+        if is_access_line(text):
+            self.health.access += 1
+            return []
+        return self._message(line_no, header or parse_header(text))
+
+    def _message(self, line_no: int, header: Header) -> list[Record]:
+        message = header.message
+        if message.startswith("server_args="):
+            args = parse_args_dump(message[len("server_args=") :])
+            if args is not None:
+                record = _stamped("server_args", line_no, header)
+                record["args"] = args
+                return [record]
+        elif message.startswith("max_total_num_tokens="):
+            return [_capacity(line_no, header, message)]
+        elif " is allocated. " in message or " VA upper bound. " in message:
+            return [_kv_cache(line_no, header, message)]
+        block = open_block(line_no, header.ts, header.tags, message)
+        if block is not None:
+            done = self._flush_block()
+            self._block = block
+            return done
+        event = event_of(message)
+        if event is not None:
+            return [event_record(line_no, header.ts, header.tags, event, message)]
+        self.health.unparsed += 1
         return []

@@ -12,7 +12,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from app.bus import EventBus
 from app.config import HostConfig
@@ -20,8 +20,9 @@ from app.pipeline.health import HostHealth, SourceHealth
 from app.pipeline.rows import RankAggregator, record_rows
 from app.store.base import Batch, Sample, Store
 from collectors.base import CollectorError, HostKeyRejected, Line, Transport
-from collectors.tail import Tail, TailState
-from parsers import PARSERS, LineParser, create_parser
+from collectors.tail import Tail
+from collectors.tail_state import TailState
+from parsers import LineParser, Record, create_parser
 
 log = logging.getLogger(__name__)
 BACKOFF_MAX_S = 60.0
@@ -33,7 +34,6 @@ class FollowedFile:
     tail: Tail
     parser: LineParser | None  # None for output files: their lines are counted, not parsed
     health: SourceHealth
-    aggregator: RankAggregator = field(default_factory=RankAggregator)
 
 
 class HostCollector:
@@ -52,6 +52,8 @@ class HostCollector:
         self.interval = interval
         self.health = HostHealth()
         self.files: dict[tuple[str, str], FollowedFile] = {}
+        # One per host: a host series combines every rank's (or every output file's) latest value.
+        self.aggregator = RankAggregator()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"collector-{host.name}", daemon=True)
 
@@ -105,7 +107,7 @@ class HostCollector:
 
     def _discover(self, transport: Transport) -> None:
         wanted = [("server_log", self.host.server_log)]
-        if self.host.client_log and "client" in PARSERS:
+        if self.host.client_log:
             wanted.append(("client_log", self.host.client_log))
         for pattern in self.host.outputs:
             wanted.extend(("outputs", path) for path in transport.glob(pattern))
@@ -115,6 +117,8 @@ class HostCollector:
                 self.files[key].tail.transport = transport
                 continue
             state = TailState.from_dict(self.store.load_state(self.host.name, source, path))
+            if source == "outputs":
+                self.aggregator.seed("completions", path, float(state.line_no))
             self.files[key] = FollowedFile(
                 source=source,
                 tail=Tail(transport, path, source, state),
@@ -128,8 +132,10 @@ class HostCollector:
     def _poll_once(self, followed: FollowedFile) -> bool:
         lines = followed.tail.poll()
         if not lines:
+            self._flush_idle(followed)
             return False
-        batch = Batch(self.host.name, followed.source, followed.tail.path, state=followed.tail.state.as_dict())
+        state = followed.tail.state
+        batch = Batch(self.host.name, followed.source, followed.tail.path, state=state.as_dict() if state else None)
         records, unparsed = self._to_rows(followed, lines, batch)
         self.store.commit(batch)
         nbytes = sum(len(line.text) + 1 for line in lines)
@@ -137,22 +143,36 @@ class HostCollector:
         self._publish(batch)
         return True
 
+    def _flush_idle(self, followed: FollowedFile) -> None:
+        """A parser holds a traceback until the next line; an idle file means it has ended."""
+        if followed.parser is None:
+            return
+        records = followed.parser.flush()
+        if records:
+            batch = Batch(self.host.name, followed.source, followed.tail.path)
+            self._add_records(records, batch)
+            self.store.commit(batch)
+            self._publish(batch)
+
+    def _add_records(self, records: list[Record], batch: Batch) -> None:
+        for record in records:
+            samples, events = record_rows(record)
+            batch.samples.extend(samples)
+            batch.samples.extend(self.aggregator.host_samples(samples))
+            batch.events.extend(events)
+
     def _to_rows(self, followed: FollowedFile, lines: list[Line], batch: Batch) -> tuple[int, int]:
         if followed.parser is None:  # output files: count complete lines, never parse them
             last = lines[-1]
             batch.samples.append(Sample("completions", followed.tail.path, time.time(), float(last.line_no)))
-            batch.samples.extend(followed.aggregator.host_samples(batch.samples))
+            batch.samples.extend(self.aggregator.host_samples(batch.samples))
             return len(lines), 0
         before = followed.parser.health.unparsed
-        count = 0
+        records: list[Record] = []
         for line in lines:
-            for record in followed.parser.feed(line.line_no, line.text):
-                samples, events = record_rows(record)
-                batch.samples.extend(samples)
-                batch.samples.extend(followed.aggregator.host_samples(samples))
-                batch.events.extend(events)
-                count += 1
-        return count, followed.parser.health.unparsed - before
+            records.extend(followed.parser.feed(line.line_no, line.text))
+        self._add_records(records, batch)
+        return len(records), followed.parser.health.unparsed - before
 
     def _publish(self, batch: Batch) -> None:
         host_samples = [s for s in batch.samples if not s.rank]
@@ -172,4 +192,4 @@ def _parser_for(source: str) -> LineParser | None:
         return None
     if source == "client_log":
         return create_parser("client")
-    return create_parser("auto" if "auto" in PARSERS else "sglang")
+    return create_parser("auto")

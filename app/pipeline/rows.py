@@ -12,28 +12,13 @@ import time
 from typing import Any
 
 from app.store.base import EventRow, Sample
+from parsers.timestamps import to_epoch
 
 SAMPLE_KINDS = frozenset({"decode", "prefill", "stats", "gpu", "progress"})
 # Per-kind fields that are identifiers or labels, not series.
 NOT_SERIES = frozenset({"kind", "line", "ts", "tags", "gpu", "engine", "file", "cuda_graph"})
 MAX_OVER_RANKS_SUFFIX = ("usage", "_pct", "hit_rate")
 PROGRESS_METRICS = {"done": "client_done", "total": "client_total"}
-
-
-def to_epoch(ts: str | None, reference_day: dt.date | None = None) -> float | None:
-    """Naive log timestamps are taken as UTC; a time-only stamp gets `reference_day` (default today)."""
-    if not ts:
-        return None
-    try:
-        if "T" not in ts and " " not in ts:
-            day = reference_day or dt.datetime.now(dt.UTC).date()
-            ts = f"{day.isoformat()}T{ts}"
-        parsed = dt.datetime.fromisoformat(ts)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    return parsed.timestamp()
 
 
 def rank_of(record: dict[str, Any]) -> str:
@@ -45,7 +30,9 @@ def rank_of(record: dict[str, Any]) -> str:
 
 def record_rows(record: dict[str, Any], now: float | None = None) -> tuple[list[Sample], list[EventRow]]:
     """One record's samples (kinds with series) or its event row (everything else)."""
-    t = to_epoch(record.get("ts"))
+    ts = record.get("ts")
+    # Time-only stamps (SGLang 0.2/0.3) carry no date: take today's, as the line is being read now.
+    t = to_epoch(ts, dt.datetime.now(dt.UTC).date()) if isinstance(ts, str) else None
     t = t if t is not None else (now if now is not None else time.time())
     kind = str(record.get("kind", ""))
     if kind not in SAMPLE_KINDS:
@@ -74,6 +61,10 @@ class RankAggregator:
 
     def __init__(self) -> None:
         self._latest: dict[str, dict[str, float]] = {}
+
+    def seed(self, metric: str, rank: str, value: float) -> None:
+        """Know a part's value without emitting (an output file already counted before a restart)."""
+        self._latest.setdefault(metric, {})[rank] = value
 
     def host_samples(self, samples: list[Sample]) -> list[Sample]:
         out: list[Sample] = []

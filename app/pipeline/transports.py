@@ -10,7 +10,9 @@ from collectors.local import LocalTransport
 def open_transport(host: HostConfig) -> Transport:
     if host.is_local:
         return LocalTransport()
-    from collectors.ssh import SshTransport, SshTarget
+    from collectors.ssh import SshTransport
+    from collectors.ssh_target import SshTarget
 
     target = SshTarget.parse(host.ssh, identity_file=host.identity_file, known_hosts=host.known_hosts)
-    return SshTransport(target)
+    transport: Transport = SshTransport(target, name=host.name).connect()
+    return transport

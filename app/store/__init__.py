@@ -11,7 +11,8 @@ def open_store(database: str) -> Store:
     if database.startswith(("postgresql://", "postgres://")):
         from app.store.postgres import PostgresStore  # imported lazily: psycopg is an optional extra
 
-        return PostgresStore(database)
+        store: Store = PostgresStore(database)
+        return store
     return SqliteStore(database)
 
 

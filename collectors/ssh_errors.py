@@ -1,0 +1,57 @@
+"""The one place where paramiko and socket errors become collector errors."""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import paramiko
+
+from collectors.base import (
+    AuthFailed,
+    CollectorError,
+    ConnectFailed,
+    HostKeyRejected,
+    SourceMissing,
+    StreamClosed,
+)
+
+
+@contextmanager
+def map_ssh_errors(what: str, *, connecting: bool = False) -> Iterator[None]:
+    """Translate errors raised inside the block; `what` names the host/path in the message.
+
+    While `connecting`, network failures are ConnectFailed (the host is unreachable); afterwards
+    they are StreamClosed (an established connection dropped or stalled).
+    """
+    lost: type[CollectorError] = ConnectFailed if connecting else StreamClosed
+    try:
+        yield
+    except CollectorError:
+        raise
+    except paramiko.BadHostKeyException as exc:
+        raise HostKeyRejected(
+            f"{what}: host key CHANGED (got {exc.key.get_name()} {exc.key.fingerprint}, "
+            f"known_hosts has {exc.expected_key.fingerprint}); refusing to connect"
+        ) from exc
+    except paramiko.AuthenticationException as exc:
+        raise AuthFailed(f"{what}: authentication refused ({exc})") from exc
+    except paramiko.ChannelException as exc:
+        raise lost(f"{what}: channel refused ({exc.text})") from exc
+    except paramiko.SSHException as exc:
+        if "known_hosts" in str(exc):
+            raise HostKeyRejected(f"{what}: host key unknown ({exc}); add it to known_hosts") from exc
+        raise lost(f"{what}: {exc or type(exc).__name__}") from exc
+    except FileNotFoundError as exc:
+        raise SourceMissing(f"{what}: no such file") from exc
+    except TimeoutError as exc:
+        raise lost(f"{what}: timed out") from exc
+    except EOFError as exc:
+        raise lost(f"{what}: connection closed") from exc
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise SourceMissing(f"{what}: no such file") from exc
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise CollectorError(f"{what}: permission denied") from exc
+        raise lost(f"{what}: {exc.strerror or exc}") from exc

@@ -1,0 +1,98 @@
+"""Exec channels with a deadline on every wait.
+
+paramiko's `recv_exit_status()` waits without a timeout and can deadlock when output exceeds the
+window before it is read; everything here drains stdout and stderr first and waits on a deadline.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+import paramiko
+
+from collectors.base import CommandResult, StreamClosed
+
+RECV_CHUNK = 1 << 20
+_TICK = 0.05
+
+
+def quote_argv(argv: list[str]) -> str:
+    """The exec string for a remote POSIX login shell: every element quoted, nothing interpreted."""
+    if not argv:
+        raise ValueError("empty argv")
+    return " ".join(shlex.quote(arg) for arg in argv)
+
+
+def open_exec(transport: paramiko.Transport, command: str, timeout: float) -> paramiko.Channel:
+    chan = transport.open_session(timeout=timeout)
+    chan.settimeout(timeout)
+    chan.exec_command(command)
+    return chan
+
+
+def run_channel(chan: paramiko.Channel, stdin: bytes, timeout: float, what: str) -> CommandResult:
+    """Feed stdin, collect stdout/stderr to EOF and the exit status, all before `timeout`."""
+    deadline = time.monotonic() + timeout
+    try:
+        if stdin:
+            chan.sendall(stdin)
+        chan.shutdown_write()
+        out = bytearray()
+        err = bytearray()
+        while True:
+            _check(deadline, what)
+            while chan.recv_stderr_ready():
+                err += chan.recv_stderr(RECV_CHUNK)
+            chan.settimeout(_TICK)
+            try:
+                chunk = chan.recv(RECV_CHUNK)
+            except TimeoutError:
+                continue
+            if not chunk:
+                break
+            out += chunk
+        while not chan.exit_status_ready():
+            _check(deadline, what)
+            while chan.recv_stderr_ready():
+                err += chan.recv_stderr(RECV_CHUNK)
+            chan.status_event.wait(_TICK)
+        while chan.recv_stderr_ready():
+            err += chan.recv_stderr(RECV_CHUNK)
+        return CommandResult(chan.recv_exit_status(), bytes(out), bytes(err))
+    finally:
+        chan.close()
+
+
+def _check(deadline: float, what: str) -> None:
+    if time.monotonic() > deadline:
+        raise StreamClosed(f"{what}: no answer before the deadline")
+
+
+class ExecStream:
+    """A long-running remote command whose stdout is read incrementally (tail -F, nvidia-smi -l)."""
+
+    def __init__(self, chan: paramiko.Channel, what: str) -> None:
+        self._chan = chan
+        self.what = what
+
+    def read(self, timeout: float) -> bytes | None:
+        """Next stdout bytes; None when nothing arrived within `timeout`; b"" at end of stream."""
+        self._chan.settimeout(timeout)
+        try:
+            return bytes(self._chan.recv(RECV_CHUNK))
+        except TimeoutError:
+            if self._chan.closed or not self._chan.get_transport().is_active():
+                return b""
+            return None
+
+    def stderr(self) -> bytes:
+        err = bytearray()
+        while self._chan.recv_stderr_ready():
+            err += self._chan.recv_stderr(RECV_CHUNK)
+        return bytes(err)
+
+    def close(self) -> None:
+        # Without a pty the remote command only notices when its next write hits SIGPIPE;
+        # closing the channel makes sshd close its pipes, which GNU tail notices within ~1 s.
+        self._chan.close()

@@ -1,0 +1,87 @@
+"""Client log: tqdm progress -> `progress` (`done`, `total`, and `desc`/`rate` when shown);
+Python tracebacks and event phrases -> `event`.
+
+tqdm redraws with `\\r`, so one logged line may hold many redraws: the last one counts.
+`B2: 45%|████▌     | 1604/3500 [12:34<15:00,  2.10it/s]` -> done 1604, total 3500, desc `B2`,
+rate 2.1. A bare `3/4` in prose is not progress: the bar or the `[elapsed<left]` part must be there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from parsers.base import ParseHealth, Record
+from parsers.events import TracebackMixin, event_of, event_record, open_block
+from parsers.header import parse_header
+from parsers.values import field_value
+
+_PROGRESS = re.compile(
+    r"(?:(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\| *(?P<done>\d+)/(?P<total>\d+)"
+    r"|(?P<done2>\d+)/(?P<total2>\d+) \[\d[\d:]*<)"
+)
+_RATE = re.compile(r"([\d.]+)(it|s)/(s|it)\]")
+
+
+def _progress(line_no: int, text: str) -> Record | None:
+    for segment in reversed(text.split("\r")):
+        match = _PROGRESS.search(segment[-4096:])
+        if match is None:
+            continue
+        done, total = (match["done"], match["total"]) if match["done"] else (match["done2"], match["total2"])
+        record: Record = {"kind": "progress", "line": line_no, "done": int(done), "total": int(total)}
+        desc = segment[: match.start()].strip().rstrip(":").strip()
+        header = parse_header(desc)
+        if header.ts is not None:
+            record["ts"] = header.ts
+            desc = header.message.strip().rstrip(":").strip()
+        if desc:
+            record["desc"] = desc[-200:]
+        rate = _RATE.search(segment, match.end())
+        rate_value = field_value(rate[1]) if rate is not None and rate[2] == "it" else None
+        if isinstance(rate_value, int | float) and not isinstance(rate_value, bool):
+            record["rate"] = float(rate_value)
+        return record
+    return None
+
+
+class ClientParser(TracebackMixin):
+    name: ClassVar[str] = "client"
+
+    def __init__(self) -> None:
+        self.health = ParseHealth()
+
+    def feed(self, line_no: int, text: str) -> list[Record]:
+        self.health.lines += 1
+        try:
+            records = self._feed(line_no, text)
+        except Exception:  # never raise: one odd line must not stop the stream
+            self.health.unparsed += 1
+            return []
+        self.health.records += len(records)
+        return records
+
+    def flush(self) -> list[Record]:
+        records = self._flush_block()
+        self.health.records += len(records)
+        return records
+
+    def _feed(self, line_no: int, text: str) -> list[Record]:
+        header = parse_header(text)
+        done, consumed = self._through_block(header.message, header.found)
+        if consumed:
+            return done
+        if "/" in text:
+            record = _progress(line_no, text)
+            if record is not None:
+                return [*done, record]
+        block = open_block(line_no, header.ts, {}, header.message)
+        if block is not None:
+            done += self._flush_block()
+            self._block = block
+            return done
+        event = event_of(header.message)
+        if event is not None:
+            return [*done, event_record(line_no, header.ts, {}, event, header.message)]
+        self.health.unparsed += 1
+        return done

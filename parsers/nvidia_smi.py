@@ -1,0 +1,85 @@
+"""nvidia-smi CSV -> `gpu` records.
+
+The GPU collector's query is headerless, in this column order:
+`nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used,memory.total,power.draw,
+temperature.gpu --format=csv,noheader,nounits -lms 1000`. nvidia-smi's own header line
+(`timestamp, index, utilization.gpu [%], memory.used [MiB], ...`) sets the columns for the lines that
+follow. Units are stripped (`100 %` -> 100), `[N/A]`/`[Not Supported]` cells are left out, the stamp
+`2026/12/02 14:53:08.174` becomes `ts` `2026-12-02T14:53:08.174`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from parsers.base import ParseHealth, Record
+from parsers.values import field_name, field_value
+
+COLLECTOR_COLUMNS = (
+    "timestamp", "index", "utilization.gpu", "memory.used", "memory.total", "power.draw", "temperature.gpu",
+)  # fmt: skip
+_KNOWN = {
+    "timestamp": "ts",
+    "index": "gpu",
+    "utilization.gpu": "util_pct",
+    "memory.used": "mem_used_mib",
+    "memory.total": "mem_total_mib",
+    "power.draw": "power_w",
+    "temperature.gpu": "temp_c",
+}
+_STAMP = re.compile(r"(\d{4})/(\d{2})/(\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)")
+_HEADER_CELL = re.compile(r"[a-z][a-z_.]*(?: \[[^\]]*\])?")
+_MISSING = ("[N/A]", "N/A", "[Not Supported]", "[Unknown Error]", "[Insufficient Permissions]", "")
+
+
+def _column_name(cell: str) -> str:
+    query = cell.split(" [", 1)[0].strip()
+    return _KNOWN.get(query) or field_name(query)
+
+
+def _is_header(cells: list[str]) -> bool:
+    return all(_HEADER_CELL.fullmatch(cell) for cell in cells)
+
+
+class NvidiaSmiParser:
+    name: ClassVar[str] = "nvidia-smi"
+
+    def __init__(self) -> None:
+        self.health = ParseHealth()
+        self.columns: tuple[str, ...] = tuple(_column_name(c) for c in COLLECTOR_COLUMNS)
+
+    def feed(self, line_no: int, text: str) -> list[Record]:
+        self.health.lines += 1
+        cells = [cell.strip() for cell in text.split(",")]
+        if _is_header(cells):
+            self.columns = tuple(_column_name(cell) for cell in cells)
+            return []
+        try:
+            record = self._row(line_no, cells)
+        except Exception:  # never raise: one odd line must not stop the stream
+            record = None
+        if record is None:
+            self.health.unparsed += 1
+            return []
+        self.health.records += 1
+        return [record]
+
+    def flush(self) -> list[Record]:
+        return []
+
+    def _row(self, line_no: int, cells: list[str]) -> Record | None:
+        if len(cells) != len(self.columns):
+            return None
+        record: Record = {"kind": "gpu", "line": line_no}
+        for name, cell in zip(self.columns, cells, strict=True):
+            if cell in _MISSING:
+                continue
+            if name == "ts":
+                stamp = _STAMP.fullmatch(cell)
+                if stamp is None:
+                    return None
+                record["ts"] = f"{stamp[1]}-{stamp[2]}-{stamp[3]}T{stamp[4]}"
+            else:
+                record[name] = field_value(cell)
+        return record if "gpu" in record else None

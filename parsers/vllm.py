@@ -1,0 +1,133 @@
+"""vLLM server log: V0 and V1 periodic stats, startup capacity, args, events, tracebacks.
+
+V0 `INFO 01-22 18:27:20 metrics.py:449] Avg prompt throughput: 0.0 tokens/s, Avg generation
+throughput: 41.7 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 2.0%,
+CPU KV cache usage: 0.0%.` and V1 `(APIServer pid=3646) INFO 05-19 10:13:11 [loggers.py:271] Engine 000:
+Avg prompt throughput: ..., Running: 18 reqs, Waiting: 43 reqs, GPU KV cache usage: 95.9%, Prefix cache
+hit rate: 0.0%` -> `stats`. vLLM stamps have no year: `ts` is `01-22T18:27:20` (to_epoch takes the
+year from its reference day). vLLM repeats its prefix on every line of a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from parsers.base import ParseHealth, Record
+from parsers.events import TracebackMixin, event_of, event_record, open_block
+from parsers.header import Header, parse_header, strip_process
+from parsers.server_args import parse_args_dump
+from parsers.sglang import is_access_line
+from parsers.values import field_name, field_value
+
+_STATS_NAMES = {
+    "avg_prompt_throughput": "prompt_throughput",
+    "avg_generation_throughput": "gen_throughput",
+    "running": "running_req",
+    "waiting": "queue_req",
+    "pending": "queue_req",
+    "swapped": "swapped_req",
+    "gpu_kv_cache_usage": "token_usage",
+    "cpu_kv_cache_usage": "cpu_token_usage",
+}
+_ENGINE = re.compile(r"(?:Engine (\d+)|(\d+) Engines Aggregated): ")
+_CAPACITY = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_BLOCKS = re.compile(r"# GPU blocks: (\d+), # CPU blocks: (\d+)")
+_KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
+_ARGS_MARKERS = ("non-default args: ", "args: ")
+
+
+def _stats(line_no: int, header: Header, message: str) -> Record | None:
+    record: Record = {"kind": "stats", "line": line_no}
+    if header.ts is not None:
+        record["ts"] = header.ts
+    engine = _ENGINE.match(message)
+    if engine is not None:
+        record["engine"] = int(engine[1]) if engine[1] else "aggregated"
+        if engine[2]:
+            record["engines"] = int(engine[2])
+        message = message[engine.end() :]
+    for part in message.rstrip(". ").split(", "):
+        key, found, raw = part.partition(": ")
+        if found:
+            name = field_name(key)
+            record[_STATS_NAMES.get(name, name)] = field_value(raw)
+    return record if "gen_throughput" in record else None
+
+
+def _startup(line_no: int, header: Header, message: str) -> Record | None:
+    record: Record = {"line": line_no}
+    if header.ts is not None:
+        record["ts"] = header.ts
+    if (match := _CAPACITY.search(message)) is not None:
+        return {"kind": "capacity", **record, "max_total_num_tokens": int(match[1].replace(",", ""))}
+    if (match := _BLOCKS.search(message)) is not None:
+        return {"kind": "capacity", **record, "gpu_blocks": int(match[1]), "cpu_blocks": int(match[2])}
+    if (match := _KV_MEMORY.search(message)) is not None:
+        return {"kind": "kv_cache", **record, "available_kv_cache_memory": float(match[1])}
+    for marker in _ARGS_MARKERS:
+        if message.startswith(marker):
+            args = parse_args_dump(message[len(marker) :])
+            if args is not None:
+                return {"kind": "server_args", **record, "args": args}
+    return None
+
+
+def _event(message: str, is_error: bool) -> str | None:
+    if "Application startup complete" in message:
+        return "ready"
+    if "is preempted by" in message:
+        return "retract"
+    return event_of(message) or ("error" if is_error else None)
+
+
+class VllmParser(TracebackMixin):
+    name: ClassVar[str] = "vllm"
+
+    def __init__(self) -> None:
+        self.health = ParseHealth()
+
+    def feed(self, line_no: int, text: str) -> list[Record]:
+        self.health.lines += 1
+        try:
+            records = self._feed(line_no, text)
+        except Exception:  # never raise: one odd line must not stop the stream
+            self.health.unparsed += 1
+            return []
+        self.health.records += len(records)
+        return records
+
+    def flush(self) -> list[Record]:
+        records = self._flush_block()
+        self.health.records += len(records)
+        return records
+
+    def _feed(self, line_no: int, text: str) -> list[Record]:
+        header = parse_header(text)
+        done, consumed = self._through_block(header.message, header.found)
+        if consumed:
+            return done
+        return done + self._line(line_no, text, header)
+
+    def _line(self, line_no: int, text: str, header: Header) -> list[Record]:
+        message = header.message
+        if "throughput: " in message:
+            record = _stats(line_no, header, message)
+            if record is not None:
+                return [record]
+        if is_access_line(text):
+            self.health.access += 1
+            return []
+        record = _startup(line_no, header, message)
+        if record is not None:
+            return [record]
+        block = open_block(line_no, header.ts, {}, message, repeated_headers=True)
+        if block is not None:
+            done = self._flush_block()
+            self._block = block
+            return done
+        event = _event(message, strip_process(text).startswith(("ERROR", "CRITICAL")))
+        if event is not None:
+            return [event_record(line_no, header.ts, {}, event, message)]
+        self.health.unparsed += 1
+        return []
