@@ -18,6 +18,7 @@ from app.alerts.rules import rules_for_host
 from app.alerts.state import AlertState
 from app.alerts.text import public
 from app.pipeline.health import HostHealth
+from app.pipeline.heartbeat import stored_health
 
 if TYPE_CHECKING:
     from app.services import Services
@@ -118,5 +119,14 @@ def alerts_view(
 
 
 def _health(services: Services, host: str) -> HostHealth | None:
+    """The collector's health in this process, else what the host's collector process last stored
+    (a web-only app in a scale-out set-up)."""
     collector = services.collectors.get(host)
-    return None if collector is None else collector.health
+    if collector is not None:
+        return collector.health
+    stored = stored_health(services.store, host)
+    return HostHealth(
+        state=stored.get("state", "stopped"),
+        last_error=stored.get("last_error"),
+        since=float(stored.get("since") or time.time()),
+    )

@@ -3,7 +3,8 @@
 Staleness is the only honest answer when a log stops: its alerts freeze (no observations) and one
 of these rules says so instead. Freshness is read from the store, so it means "new records were
 committed", the same thing the charts show. While the connection itself is down, the stale rules
-are inhibited: `host_unreachable` or `host_key_changed` says what is wrong, once.
+are inhibited: `host_unreachable` or `host_key_changed` says what is wrong, once. A collector
+that is merely starting (`connecting`) or gone (`stopped`) inhibits nothing.
 """
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ def _key_rejected(health: HostHealth) -> bool:
 
 
 def _connection_down(ctx: WatchContext) -> bool:
-    return ctx.health is not None and ctx.health.state != "up"
+    # Not "stopped": when the collector process itself is gone, the data stopping is the news.
+    return ctx.health is not None and ctx.health.state in ("reconnecting", "failed")
 
 
 WATCHES: dict[str, Callable[[WatchContext, RuleSpec], Observation | None]] = {
