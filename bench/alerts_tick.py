@@ -34,14 +34,22 @@ def fill(store: SqliteStore, seconds: int) -> None:
         samples = []
         for i in range(lo, hi):
             t = T0 + 1 + i
-            samples += [Sample("token_usage", "", t, float(usage[i])), Sample("queue_req", "", t, float(i % 50)),
-                        Sample("running_req", "", t, 64.0), Sample("gen_throughput", "", t, 1000.0 + i % 97)]
+            samples += [
+                Sample("token_usage", "", t, float(usage[i])),
+                Sample("queue_req", "", t, float(i % 50)),
+                Sample("running_req", "", t, 64.0),
+                Sample("gen_throughput", "", t, 1000.0 + i % 97),
+            ]
         store.commit(Batch("gpu1", "server_log", "/l", samples=samples))
 
 
 def tick(store: SqliteStore, engine: AlertEngine, t: float) -> float:
-    line = [Sample("token_usage", "", t, 0.9), Sample("queue_req", "", t, 3.0),
-            Sample("running_req", "", t, 64.0), Sample("gen_throughput", "", t, 1000.0)]
+    line = [
+        Sample("token_usage", "", t, 0.9),
+        Sample("queue_req", "", t, 3.0),
+        Sample("running_req", "", t, 64.0),
+        Sample("gen_throughput", "", t, 1000.0),
+    ]
     store.commit(Batch("gpu1", "server_log", "/l", samples=line))
     start = time.perf_counter()
     engine.evaluate()
@@ -66,8 +74,10 @@ def main() -> None:
     steady = statistics.median(times)
     print(f"{args.hours:g} h of decode lines ({seconds * 4} samples), 10 rules, 1 host")
     print(f"first evaluation after start: {first * 1000:.1f} ms")
-    print(f"steady tick: median {steady * 1000:.2f} ms, p95 {np.percentile(times, 95) * 1000:.2f} ms "
-          f"= {steady / 1.0:.4f} of the 1 s evaluation interval")
+    print(
+        f"steady tick: median {steady * 1000:.2f} ms, p95 {np.percentile(times, 95) * 1000:.2f} ms "
+        f"= {steady / 1.0:.4f} of the 1 s evaluation interval"
+    )
 
 
 if __name__ == "__main__":

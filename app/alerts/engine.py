@@ -76,9 +76,7 @@ class AlertEngine:
         self._readers = {name: HostReader(store, name) for name in self.hosts}
         self._fresh = {name: Freshness(started=now) for name in self.hosts}
         self._alerts = {a.key: a for a in map(AlertState.from_dict, _docs(store, ALERT_DOC))}
-        self._mutes = {
-            d["host"]: Mute(d["until"], d["reason"]) for d in _docs(store, MUTE_DOC) if d["until"] > now
-        }
+        self._mutes = {d["host"]: Mute(d["until"], d["reason"]) for d in _docs(store, MUTE_DOC) if d["until"] > now}
         self._dirty: set[str] = set()
         self._flushed_at = now
 
@@ -113,9 +111,7 @@ class AlertEngine:
             now = self.clock()
             mute = Mute(until if until is not None else now + MAX_MUTE_S, reason)
             self._mutes[host] = mute
-            self.store.put_document(
-                MUTE_DOC, host, host, now, {"host": host, "until": mute.until, "reason": reason}
-            )
+            self.store.put_document(MUTE_DOC, host, host, now, {"host": host, "until": mute.until, "reason": reason})
 
     def unmute(self, host: str) -> list[Change]:
         """End a mute and re-arm the host's rules; returns the changes that re-arming made."""
@@ -128,9 +124,7 @@ class AlertEngine:
         with self._lock:
             return copy.copy(self._mutes.get(host))
 
-    def snapshot(
-        self, host: str | None = None, retention_s: float = RESOLVED_RETENTION_S
-    ) -> list[dict[str, Any]]:
+    def snapshot(self, host: str | None = None, retention_s: float = RESOLVED_RETENTION_S) -> list[dict[str, Any]]:
         """Alerts a person should see: pending and firing, and resolved ones for `retention_s`."""
         with self._lock:
             now = self.clock()
@@ -174,9 +168,7 @@ class AlertEngine:
             observations = SIGNALS[rule.kind](self._readers[host], rule, start)
         return self._apply(alert, rule, observations, now)
 
-    def _apply(
-        self, alert: AlertState, rule: RuleSpec, observations: list[Observation], now: float
-    ) -> list[Change]:
+    def _apply(self, alert: AlertState, rule: RuleSpec, observations: list[Observation], now: float) -> list[Change]:
         changes = []
         newest = observations[-1].t if observations else 0.0
         for obs in observations:

@@ -158,9 +158,7 @@ def _param(key: str, value: Any, name: str) -> Any:
         return parse_duration(value, name)
     if key == "events":
         if not isinstance(value, list) or not value or not all(v in SERVER_EVENTS for v in value):
-            raise ConfigError(
-                f"{name}: expected a non-empty list of {', '.join(SERVER_EVENTS)}, got {value!r}"
-            )
+            raise ConfigError(f"{name}: expected a non-empty list of {', '.join(SERVER_EVENTS)}, got {value!r}")
         return tuple(value)
     number = _number(value, name)
     if key in RATIOS and not 0 <= number <= 1:
@@ -178,9 +176,7 @@ def _param(key: str, value: Any, name: str) -> Any:
 
 def _check_consistent(params: dict[str, Any], label: str) -> None:
     if "stay_at" in params and params["stay_at"] > params["fire_at"]:
-        raise ConfigError(
-            f"{label}.stay_at: must not be above fire_at ({params['stay_at']} > {params['fire_at']})"
-        )
+        raise ConfigError(f"{label}.stay_at: must not be above fire_at ({params['stay_at']} > {params['fire_at']})")
     if "clear_pct" in params and params["clear_pct"] > params["drop_pct"]:
         raise ConfigError(
             f"{label}.clear_pct: must not be above drop_pct ({params['clear_pct']} > {params['drop_pct']})"

@@ -28,9 +28,7 @@ EVALUATE_EVERY_S = 1.0
 
 
 class AlertService:
-    def __init__(
-        self, engine: AlertEngine, delivery: WebhookDelivery | None, interval: float = EVALUATE_EVERY_S
-    ):
+    def __init__(self, engine: AlertEngine, delivery: WebhookDelivery | None, interval: float = EVALUATE_EVERY_S):
         self.engine, self.delivery, self.interval = engine, delivery, interval
         self._stop = threading.Event()
         self._wake = threading.Event()

@@ -75,9 +75,7 @@ class Rig:
         )
 
     def samples(self, metric: str, points: Iterable[tuple[float, float]], source: str = "server_log") -> None:
-        batch = Batch(
-            self.host.name, source, f"/{source}", samples=[Sample(metric, "", t, v) for t, v in points]
-        )
+        batch = Batch(self.host.name, source, f"/{source}", samples=[Sample(metric, "", t, v) for t, v in points])
         self.store.commit(batch)
 
     def event(self, t: float, name: str) -> None:

@@ -16,6 +16,7 @@ import pytest
 from app.alerts import start_alerting
 from app.config import Config, HostConfig, ServerConfig
 from app.main import create_app
+from app.pipeline.heartbeat import HEALTH_KIND
 from app.runner import build_services
 from app.services import Services
 from app.store.base import Batch, Sample
@@ -26,9 +27,7 @@ from tests.alerts.test_alert_webhook import Receiver
 CONTRACT = {"rule": str, "host": str, "state": str, "since": float, "value": float}
 
 
-def services_for(
-    tmp_path: Path, webhook: str | None = None, server_log: str = "/logs/sglang.log"
-) -> Services:
+def services_for(tmp_path: Path, webhook: str | None = None, server_log: str = "/logs/sglang.log") -> Services:
     host = HostConfig(name="gpu1", ssh="local", server_log=server_log)
     server = ServerConfig(data_dir=str(tmp_path), webhook=webhook)
     return Services(Config(server=server, hosts=(host,)), SqliteStore(str(tmp_path / "kvwatch.db")))
@@ -36,9 +35,7 @@ def services_for(
 
 def saturate(store: SqliteStore, start: float = T0) -> None:
     points = every(start, [0.97] * 40)
-    store.commit(
-        Batch("gpu1", "server_log", "/l", samples=[Sample("token_usage", "", t, v) for t, v in points])
-    )
+    store.commit(Batch("gpu1", "server_log", "/l", samples=[Sample("token_usage", "", t, v) for t, v in points]))
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 20.0) -> Any:
@@ -145,3 +142,14 @@ def receiver() -> Iterator[Receiver]:
     running = Receiver()
     yield running
     running.close()
+
+
+def test_a_web_only_app_alerts_on_health_its_collector_process_stored(services: Services) -> None:
+    # `serve --no-collect`: no collector in this process; the other process's heartbeat document
+    # says the host's key was rejected.
+    health = {"state": "failed", "last_error": "host key rejected: gpu1 changed", "since": time.time(), "owner": "x:1"}
+    services.store.put_document(HEALTH_KIND, "gpu1", "gpu1", time.time(), health)
+    alerting = services.alerts = start_alerting(services, interval=0.2)
+    alert = wait_for(lambda: [a for a in alerting.engine.snapshot() if a["rule"] == "host_key_changed"])[0]
+    assert (alert["state"], alert["severity"]) == ("firing", "page")
+    assert "host key rejected" in alert["summary"]

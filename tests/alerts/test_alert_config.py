@@ -90,18 +90,14 @@ def test_all_alerts_off_for_one_host(tmp_path: Path) -> None:
         ("alerts = 3\n", r"alerts: expected a table"),
     ],
 )
-def test_bad_global_fields_are_one_line_errors_naming_the_field(
-    tmp_path: Path, text: str, message: str
-) -> None:
+def test_bad_global_fields_are_one_line_errors_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as caught:
         rules(tmp_path, text + BASE)
     assert "\n" not in str(caught.value)
 
 
 def test_bad_host_field_names_the_host(tmp_path: Path) -> None:
-    with pytest.raises(
-        ConfigError, match=r"kvwatch.toml: hosts\['gpu1'\].alerts.queue_growing.window: expected"
-    ):
+    with pytest.raises(ConfigError, match=r"kvwatch.toml: hosts\['gpu1'\].alerts.queue_growing.window: expected"):
         rules(tmp_path, BASE + "[hosts.alerts.queue_growing]\nwindow = -5\n")
 
 
