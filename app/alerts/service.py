@@ -10,10 +10,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from app.alerts.delivery import WebhookDelivery
-from app.alerts.engine import ALERT_DOC, RESOLVED_RETENTION_S, AlertEngine, Change, Mute, sort_alerts, visible
+from app.alerts.engine import (
+    ALERT_DOC,
+    MAX_MUTE_S,
+    RESOLVED_RETENTION_S,
+    AlertEngine,
+    Change,
+    Mute,
+    sort_alerts,
+    visible,
+)
 from app.alerts.rules import rules_for_host
 from app.alerts.state import AlertState
 from app.alerts.text import public
@@ -51,6 +62,15 @@ class AlertService:
 
     def muted(self, host: str) -> Mute | None:
         return self.engine.muted(host)
+
+    @contextmanager
+    def muting(self, host: str, reason: str = "controller restart", max_s: float = MAX_MUTE_S) -> Iterator[None]:
+        """`with alerts.muting(host):` around a server restart; re-armed however the block ends."""
+        self.engine.mute(host, self.engine.clock() + max_s, reason)
+        try:
+            yield
+        finally:
+            self.engine.unmute(host)
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()

@@ -19,7 +19,7 @@ from app.main import create_app
 from app.pipeline.heartbeat import HEALTH_KIND
 from app.runner import build_services
 from app.services import Services
-from app.store.base import Batch, Sample
+from app.store.base import Batch, EventRow, Sample, Store
 from app.store.sqlite import SqliteStore
 from tests.alerts.recorded import T0, every
 from tests.alerts.test_alert_webhook import Receiver
@@ -33,7 +33,7 @@ def services_for(tmp_path: Path, webhook: str | None = None, server_log: str = "
     return Services(Config(server=server, hosts=(host,)), SqliteStore(str(tmp_path / "kvwatch.db")))
 
 
-def saturate(store: SqliteStore, start: float = T0) -> None:
+def saturate(store: Store, start: float = T0) -> None:
     points = every(start, [0.97] * 40)
     store.commit(Batch("gpu1", "server_log", "/l", samples=[Sample("token_usage", "", t, v) for t, v in points]))
 
@@ -58,7 +58,7 @@ def services(tmp_path: Path) -> Iterator[Services]:
 def test_get_alerts_follows_the_contract(services: Services, serve_app: Any) -> None:
     server = serve_app(create_app(services, manage_collectors=False))
     services.alerts = start_alerting(services, interval=0.2)
-    saturate(services.store)  # type: ignore[arg-type]
+    saturate(services.store)
     url = f"{server.url}/api/alerts"
     alerts = wait_for(lambda: [a for a in httpx.get(url).json() if a["state"] == "firing"])
     alert = alerts[0]
@@ -76,7 +76,7 @@ def test_get_alerts_follows_the_contract(services: Services, serve_app: Any) -> 
 
 def test_get_alerts_from_the_store_when_alerting_is_not_running(services: Services, serve_app: Any) -> None:
     alerting = start_alerting(services, interval=0.2)
-    saturate(services.store)  # type: ignore[arg-type]
+    saturate(services.store)
     wait_for(lambda: any(a["state"] == "firing" for a in alerting.engine.snapshot()))
     alerting.stop()
     server = serve_app(create_app(services, manage_collectors=False))
@@ -91,7 +91,7 @@ def test_state_changes_arrive_as_sse_alert_events(services: Services, serve_app:
     with httpx.stream("GET", f"{server.url}/api/stream", timeout=15) as response:
         lines = response.iter_lines()
         assert next(lines) == "event: hello"
-        saturate(services.store)  # type: ignore[arg-type]
+        saturate(services.store)
         event = None
         for line in lines:
             if line.startswith("event: "):
@@ -153,3 +153,33 @@ def test_a_web_only_app_alerts_on_health_its_collector_process_stored(services: 
     alert = wait_for(lambda: [a for a in alerting.engine.snapshot() if a["rule"] == "host_key_changed"])[0]
     assert (alert["state"], alert["severity"]) == ("firing", "page")
     assert "host key rejected" in alert["summary"]
+
+
+def test_a_controller_restart_inside_muting_sends_one_resolved_then_rearms(tmp_path: Path, receiver: Receiver) -> None:
+    services = services_for(tmp_path, webhook=receiver.url)
+    alerting = services.alerts = start_alerting(services, interval=0.1)
+    try:
+        saturate(services.store)
+        wait_for(lambda: receiver.states() == ["firing"])
+        with alerting.muting("gpu1"):
+            assert alerting.muted("gpu1") is not None
+            # What a restart logs: a crash, then an idle new server. None of it may alert.
+            services.store.commit(
+                Batch("gpu1", "server_log", "/l", events=[EventRow("event", T0 + 205, 1, {"event": "crash"})])
+            )
+            services.store.commit(
+                Batch(
+                    "gpu1", "server_log", "/l", samples=[Sample("token_usage", "", T0 + 210 + i, 0.0) for i in range(5)]
+                )
+            )
+            time.sleep(0.5)
+        assert alerting.muted("gpu1") is None
+        sent = wait_for(lambda: receiver.accepted[1:])
+        assert [b["status"] for b in receiver.accepted] == ["firing", "resolved"]
+        assert "re-armed after controller restart" in sent[0]["text"]
+        saturate(services.store, start=T0 + 300)  # the new run saturates too: a new alert, after `for`
+        wait_for(lambda: receiver.states() == ["firing", "resolved", "firing"])
+        assert receiver.accepted[2]["alert"]["since"] == T0 + 300 + 120
+        assert all(b["alert"]["rule"] == "token_usage_high" for b in receiver.accepted)
+    finally:
+        services.stop()
