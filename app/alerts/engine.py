@@ -3,7 +3,8 @@
 - Rules over log lines step on event time, one observation per new sample in log order, so a backlog
   read after a reconnect plays out exactly as it would have live (changes found in it are `late`).
   The first evaluation of a rule with no stored state looks back FIRST_LOOKBACK_S of log time: a
-  kvwatch started on an already saturated server fires without replaying days of history.
+  kvwatch started on an already saturated server fires without replaying days of history; a rule
+  with a stored watermark catches up at most CATCH_UP_LIMIT_S of log time.
 - States are documents (kind "alert", key "host/rule"), written on every change and flushed every
   FLUSH_EVERY_S, so a new engine on the same store carries firing alerts on without a new message.
 - `mute(host)` freezes a host's rules while the controller restarts its server; `unmute(host)` (or
@@ -32,6 +33,7 @@ from app.store.base import Store
 
 log = logging.getLogger(__name__)
 FIRST_LOOKBACK_S = 600.0
+CATCH_UP_LIMIT_S = 3600.0  # like Prometheus' for-outage-tolerance: older backlog is history, not news
 FLUSH_EVERY_S = 10.0
 RESOLVED_RETENTION_S = 900.0  # resolved alerts stay listed this long (Prometheus keeps 15 m too)
 MAX_MUTE_S = 1800.0  # a mute without an end still ends: a crashed controller must not silence a host
@@ -162,7 +164,7 @@ class AlertEngine:
             seen = WATCHES[rule.kind](context, rule)
             observations = [] if seen is None else [seen]
         else:
-            start = alert.evaluated_to if alert.evaluated_to is not None else self._first_start(host)
+            start = self._start(host, alert.evaluated_to)
             if start is None:
                 return []
             observations = SIGNALS[rule.kind](self._readers[host], rule, start)
@@ -217,10 +219,17 @@ class AlertEngine:
         log.info("alert %s: %s -> %s (value %s)", alert.key, previous, alert.state, alert.value)
         return Change(previous, copy.copy(alert), rule, self._public(alert))
 
-    def _first_start(self, host: str) -> float | None:
+    def _start(self, host: str, evaluated_to: float | None) -> float | None:
+        """Where a rule's observations resume: after its watermark, but never more than
+        CATCH_UP_LIMIT_S before the newest data (a kvwatch that was down for a day does not replay
+        the day), and FIRST_LOOKBACK_S before it for a rule never evaluated."""
         marks = self._fresh[host].marks
         latest = marks.get("token_usage") or marks.get("events")
-        return None if latest is None else latest - FIRST_LOOKBACK_S
+        if latest is None:
+            return evaluated_to
+        if evaluated_to is None:
+            return latest - FIRST_LOOKBACK_S
+        return max(evaluated_to, latest - CATCH_UP_LIMIT_S)
 
     def _alert(self, host: str, rule: str) -> AlertState:
         key = f"{host}/{rule}"
