@@ -78,7 +78,10 @@ class AlertEngine:
         self._readers = {name: HostReader(store, name) for name in self.hosts}
         self._fresh = {name: Freshness(started=now) for name in self.hosts}
         self._alerts = {a.key: a for a in map(AlertState.from_dict, _docs(store, ALERT_DOC))}
-        self._mutes = {d["host"]: Mute(d["until"], d["reason"]) for d in _docs(store, MUTE_DOC) if d["until"] > now}
+        mutes = [d for d in _docs(store, MUTE_DOC) if d["host"] in self.hosts]
+        self._mutes = {d["host"]: Mute(d["until"], d["reason"]) for d in mutes if d["until"] > now}
+        for doc in mutes:  # a host re-armed before a restart stays re-armed at the same point
+            self._readers[doc["host"]].floor = doc.get("armed_at")
         self._dirty: set[str] = set()
         self._flushed_at = now
 

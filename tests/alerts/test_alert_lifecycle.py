@@ -143,3 +143,14 @@ def test_a_kvwatch_down_for_hours_catches_up_only_the_last_hour(rig: Rig) -> Non
     assert rig.of(RULE) == ["pending", "firing"]
     firing = rig.changes[-1].alert
     assert firing.since > T0 + 100 + 5 * (360 + 300 + 1700)
+
+
+def test_the_re_arm_point_survives_a_restart(rig: Rig) -> None:
+    rig.play("token_usage", every(T0, [0.5] * 10))
+    rig.engine.mute("gpu1")
+    rig.event(T0 + 55, "oom")  # logged by the old server while it was being stopped
+    rig.samples("token_usage", [(T0 + 60, 0.0)])
+    rig.engine.unmute("gpu1")
+    rig.engine = rig.new_engine()
+    rig.play("token_usage", every(T0 + 65, [0.5] * 10))
+    assert rig.of("server_errors") == []
