@@ -43,6 +43,8 @@ class WebhookDelivery:
         backoff_max_s: float = 60.0,
         timeout_s: float = 10.0,
     ) -> None:
+        if urlsplit(url).scheme not in ("http", "https"):
+            raise ValueError("webhook: only http:// and https:// URLs are posted to")
         self.url, self.store, self.base_url = url, store, base_url
         self.max_attempts, self.backoff_s, self.backoff_max_s = max_attempts, backoff_s, backoff_max_s
         self.timeout_s = timeout_s

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from app.config import Config, HostConfig
 from app.errors import ConfigError
@@ -110,7 +111,11 @@ def rules_for_host(config: Config, host: HostConfig) -> tuple[RuleSpec, ...]:
 
 
 def validate_alert_config(config: Config) -> None:
-    """Raise ConfigError for the first bad `[alerts]` field anywhere in the config."""
+    """Raise ConfigError for the first bad `[alerts]` field anywhere in the config, or a webhook
+    that is not an http(s) URL (urllib would open file:// too)."""
+    webhook = config.server.webhook
+    if webhook is not None and (urlsplit(webhook).scheme not in ("http", "https") or not urlsplit(webhook).hostname):
+        raise ConfigError(f"{config.path}: server.webhook: expected an http:// or https:// URL, got {webhook!r}")
     for host in config.hosts:
         rules_for_host(config, host)
     if not config.hosts:

@@ -123,9 +123,8 @@ def alerts_view(
     services: Services, host: str | None = None, retention_s: float = RESOLVED_RETENTION_S
 ) -> list[dict[str, Any]]:
     """GET /api/alerts: the running engine's view, or the stored states when alerting is not running."""
-    running: AlertService | None = getattr(services, "alerts", None)
-    if running is not None:
-        return running.engine.snapshot(host, retention_s)
+    if services.alerts is not None:
+        return services.alerts.engine.snapshot(host, retention_s)
     now = time.time()
     rules = {h.name: {r.name: r for r in rules_for_host(services.config, h)} for h in services.config.hosts}
     items = []

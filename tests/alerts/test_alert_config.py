@@ -119,3 +119,13 @@ def test_durations(value: object, seconds: float) -> None:
 def test_bad_durations(value: object) -> None:
     with pytest.raises(ConfigError, match="x: expected a duration"):
         parse_duration(value, "x")
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "hooks.slack.com/x", "ftp://h/x", "http://"])
+def test_a_webhook_must_be_an_http_url(tmp_path: Path, url: str) -> None:
+    with pytest.raises(ConfigError, match=r"kvwatch.toml: server.webhook: expected an http:// or https:// URL"):
+        rules(tmp_path, f'[server]\nwebhook = "{url}"\n' + BASE)
+
+
+def test_an_http_webhook_is_fine(tmp_path: Path) -> None:
+    assert rules(tmp_path, '[server]\nwebhook = "https://hooks.example/T0/B0/x"\n' + BASE)
