@@ -16,12 +16,14 @@ from app.store.base import Store
 DEFAULT_MIN_STEADY_S = 300.0
 MIN_WINDOW_POINTS = 20
 # Where completions per second come from, best first: the output files (what was actually persisted),
-# the client's progress bar, then admissions (prefill #new-seq), which equal completions in steady state.
+# the client's progress bar, then admissions (prefill #new-seq less retracted requests, which are
+# admitted again), which equal completions in steady state.
 RATE_SOURCES = (
     ("completions", "output files"),
     ("client_done", "client progress"),
-    ("new_seq", "admissions (prefill #new-seq)"),
+    ("new_seq", "admissions (prefill #new-seq less retractions)"),
 )
+EVENT_LIMIT = 1_000_000
 
 
 @dataclass(slots=True)
@@ -46,11 +48,38 @@ def run_end(store: Store, run: Run) -> float:
     return max(last) if last else (bound if bound != float("inf") else run.started_at)
 
 
+def _retracted(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray]:
+    """Requests sent back to the queue; each TP rank of a DP group logs the same line: count it once."""
+    seen: set[tuple[object, ...]] = set()
+    times, counts = [], []
+    for event in store.events(run.host, kinds=("event",), since=run.started_at, limit=EVENT_LIMIT):
+        if event.get("event") != "retract" or event["t"] > end:
+            continue
+        key = (event["t"], (event.get("tags") or {}).get("DP"), event.get("message"))
+        if key not in seen and isinstance(event.get("retracted_reqs"), int | float):
+            seen.add(key)
+            times.append(float(event["t"]))
+            counts.append(float(event["retracted_reqs"]))
+    return np.asarray(times, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+
+
+def _admissions(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray]:
+    """Cumulative admissions net of retractions: a retracted request is admitted again later."""
+    t, v = store.series(run.host, "new_seq", since=run.started_at, until=end)
+    rt, rv = _retracted(store, run, end)
+    times = np.concatenate((t, rt))
+    order = np.argsort(times, kind="stable")
+    return times[order], np.cumsum(np.concatenate((v, -rv))[order])
+
+
 def _cumulative(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray, str] | None:
     for metric, source in RATE_SOURCES:
         t, v = store.series(run.host, metric, since=run.started_at, until=end)
-        if len(t) >= 2:
-            return (t, np.cumsum(v), source) if metric == "new_seq" else (t, v, source)
+        if len(t) < 2:
+            continue
+        if metric == "new_seq":
+            t, v = _admissions(store, run, end)
+        return t, v, source
     return None
 
 

@@ -94,9 +94,12 @@ def summarize_level(values: FloatArray, rng: np.random.Generator) -> Summary:
     return Summary(float(median), float(p5), float(p95), *_interval(replicates), len(values), block, replicates)
 
 
-def summarize_rate(counts: FloatArray, step: float, rng: np.random.Generator, bin_s: float = 60.0) -> Summary:
-    """A cumulative count on a grid to its rate per second: mean, p5/p95 of per-bin rates, CI of the mean."""
+def summarize_rate(counts: FloatArray, step: float, rng: np.random.Generator) -> Summary:
+    """A cumulative count on a grid to its rate per second: mean, p5/p95 of per-bin rates (a twelfth of
+    the window, at least a minute: shorter bins would mostly count the randomness of single
+    completions), CI of the mean."""
     counts = counts[~np.isnan(counts)]
+    bin_s = max(60.0, len(counts) * step / 12)
     per_step = np.diff(counts) / step
     replicates, block = block_bootstrap(per_step, _mean, rng)
     per_bin = max(round(bin_s / step), 1)
