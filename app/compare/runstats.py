@@ -37,15 +37,18 @@ class RunStats:
     rate_source: str | None = None
 
 
-def run_end(store: Store, run: Run) -> float:
-    """Where the run's data stops: its end, failure, or (live run) its latest sample."""
-    bound = min(x for x in (run.ended_at, run.failed_at, float("inf")) if x is not None)
-    last = [
-        float(t[-1])
-        for m in STEADY_METRICS
-        if len(t := store.series(run.host, m, since=run.started_at, until=None if bound == float("inf") else bound)[0])
-    ]
-    return max(last) if last else (bound if bound != float("inf") else run.started_at)
+Series = dict[str, tuple[FloatArray, FloatArray]]
+
+
+def read_levels(store: Store, run: Run) -> tuple[Series, float]:
+    """The run's steady metrics, and where its data stops: its end, its failure, or (a live run) its
+    latest sample."""
+    bounds = [x for x in (run.ended_at, run.failed_at) if x is not None]
+    until = min(bounds) if bounds else None
+    series = {m: store.series(run.host, m, since=run.started_at, until=until) for m in STEADY_METRICS}
+    last = [float(t[-1]) for t, _ in series.values() if len(t)]
+    end = max(last) if last else (until if until is not None else run.started_at)
+    return series, end
 
 
 def _retracted(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray]:
@@ -83,6 +86,26 @@ def _cumulative(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatAr
     return None
 
 
+def choose_window(
+    grids: dict[str, FloatArray],
+    run: Run,
+    end: float,
+    step: float,
+    manual: tuple[float, float | None] | None,
+    min_steady_s: float,
+) -> SteadyWindow:
+    if manual is None:
+        window = find_window(grids, run.started_at, end, step, min_steady_s)
+    else:
+        high = end if manual[1] is None else min(run.started_at + manual[1], end)
+        window = manual_window(run.started_at + manual[0], high, min_steady_s)
+    points = int((window.end - window.start) // step)
+    if window.ok and points < MIN_WINDOW_POINTS:
+        message = f"not enough steady data yet: {points} samples in the window"
+        return SteadyWindow(window.start, window.end, "too_short", window.auto, message, window.cuts)
+    return window
+
+
 def compute_run_stats(
     store: Store,
     run: Run,
@@ -90,37 +113,23 @@ def compute_run_stats(
     min_steady_s: float = DEFAULT_MIN_STEADY_S,
 ) -> RunStats:
     """`manual` = (from, to) in seconds after the run's start (to None: the end) overrides the detection."""
-    end = run_end(store, run)
-    series = {m: store.series(run.host, m, since=run.started_at, until=end) for m in STEADY_METRICS}
+    series, end = read_levels(store, run)
     times = next((t for t, _ in series.values() if len(t)), np.empty(0))
     step = grid_step(times, run.started_at, end)
     grids = {m: on_grid(t, v, run.started_at, end, step) for m, (t, v) in series.items() if len(t)}
-    if manual is not None:
-        low = run.started_at + manual[0]
-        high = end if manual[1] is None else min(run.started_at + manual[1], end)
-        window = manual_window(low, high, min_steady_s)
-    else:
-        window = find_window(grids, run.started_at, end, step, min_steady_s)
-    stats = RunStats(run, window, step, end)
-    first, last = int((window.start - run.started_at) // step), int((window.end - run.started_at) // step)
-    if window.ok and last - first < MIN_WINDOW_POINTS:
-        stats.window = SteadyWindow(
-            window.start,
-            window.end,
-            "too_short",
-            window.auto,
-            f"not enough steady data yet: {last - first} samples in the window",
-        )
+    stats = RunStats(run, choose_window(grids, run, end, step, manual, min_steady_s), step, end)
     if not stats.window.ok:
         return stats
     rng = np.random.default_rng(zlib.crc32(run.id.encode()))
+    first = int((stats.window.start - run.started_at) // step)
+    last = int((stats.window.end - run.started_at) // step)
     for metric, grid in grids.items():
         part = grid[first:last]
         if np.count_nonzero(~np.isnan(part)) >= MIN_WINDOW_POINTS:
             stats.levels[metric] = summarize_level(part, rng)
     counted = _cumulative(store, run, end)
     if counted is not None:
-        counts = on_grid(counted[0], counted[1], window.start, window.end, step)
+        counts = on_grid(counted[0], counted[1], stats.window.start, stats.window.end, step)
         if np.count_nonzero(~np.isnan(counts)) >= MIN_WINDOW_POINTS:
             stats.rate, stats.rate_source = summarize_rate(counts, step, rng), counted[2]
     return stats
