@@ -8,16 +8,31 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from app.commands import compare, demo, serve
+from app.commands import collect, compare, demo, init, report, serve
 from app.errors import KvwatchError
 
-COMMANDS: tuple[ModuleType, ...] = (demo, serve, compare)
+COMMANDS: tuple[ModuleType, ...] = (demo, serve, collect, compare, init, report)
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+EPILOG = """\
+config: --config FILE, else ./kvwatch.toml, else $XDG_CONFIG_HOME/kvwatch/kvwatch.toml
+        (`kvwatch init` writes a commented one from your ~/.ssh/config hosts)
+environment: KVWATCH_TOKEN  token for mutating endpoints (overrides server.token)
+
+exit codes:
+  0    success
+  1    runtime failure (a bug or an environment problem kvwatch could not name)
+  2    usage or config error (one line on stderr names the option, file or field)
+  130  interrupted (Ctrl-C)
+
+`kvwatch COMMAND --help` describes each command."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kvwatch",
         description="Live throughput, KV-cache and queue dashboard for long SGLang/vLLM runs.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -30,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Plain lines with levels on stderr: greppable, and what journald or `docker logs` expect.
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     try:
         return int(args.run(args))
     except KvwatchError as exc:
@@ -38,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        # Not a user error: the traceback is what a bug report needs.
+        logging.getLogger("kvwatch").exception("unexpected failure")
+        return 1
 
 
 if __name__ == "__main__":

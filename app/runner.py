@@ -5,14 +5,18 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import threading
 from pathlib import Path
 
 import uvicorn
 
+from app.alerts import validate_alert_config
 from app.config import Config
 from app.errors import ConfigError
 from app.main import create_app
 from app.pipeline.collector import HostCollector
+from app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
+from app.pipeline.relay import StoreRelay
 from app.pipeline.transports import open_transport
 from app.services import Services
 from app.store import open_store
@@ -43,18 +47,50 @@ def database_path(config: Config) -> str:
     return str(Path(config.server.data_dir).expanduser() / database)
 
 
-def build_services(config: Config) -> Services:
+def build_services(config: Config, collect: bool = True) -> Services:
+    """The store and one collector a host; with `collect=False` a web app reading what others collect."""
+    validate_alert_config(config)  # a bad [alerts] field stops the start with one line, before serving
     services = Services(config=config, store=open_store(database_path(config)))
+    if not collect:
+        services.background.append(StoreRelay(services))
+        return services
+    try:
+        claim_hosts(services.store, (h.name for h in config.hosts), this_owner())
+    except ConfigError:
+        services.store.close()
+        raise
     for host in config.hosts:
         services.collectors[host.name] = HostCollector(host, services.store, services.bus, open_transport)
+    # Health (and the hosts' leases) in the store, for a web app in another process.
+    services.background.append(Heartbeat(services.store, services.collectors))
     return services
 
 
-def serve(config: Config, host: str, port: int) -> None:
+def serve(config: Config, host: str, port: int, collect: bool = True) -> None:
     token = api_token(config)
     check_bind(host, token)
-    services = build_services(config)
+    services = build_services(config, collect=collect)
     app = create_app(services)
     app.state.api_token = token
-    log.info("kvwatch on http://%s:%d (%d hosts)", host, port, len(config.hosts))
+    log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+
+
+def collect(config: Config, stop: threading.Event) -> None:
+    """Collect the config's hosts into its store, without a web app, until `stop` is set."""
+    services = build_services(config)
+    services.start_collectors()
+    log.info("collecting %d hosts into %s", len(config.hosts), redacted(database_path(config)))
+    try:
+        stop.wait()
+    finally:
+        services.stop()
+
+
+def redacted(database: str) -> str:
+    """A database URL for the log, without its password."""
+    if "://" not in database or "@" not in database:
+        return database
+    scheme, rest = database.split("://", 1)
+    credentials, location = rest.rsplit("@", 1)
+    return f"{scheme}://{credentials.split(':', 1)[0]}@{location}"

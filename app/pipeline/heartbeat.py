@@ -1,0 +1,109 @@
+"""Collection health through the store, so a web app in another process (scale-out) can show it.
+
+Each collecting process writes one `host_health` document per host it owns every few seconds:
+the host's health plus the owner (`hostname:pid`). The same documents are the hosts' leases: a
+second process that tries to collect a host whose owner is still beating is refused, because two
+writers would store every line twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from app.errors import ConfigError
+from app.pipeline.collector import HostCollector
+from app.store.base import Store
+
+log = logging.getLogger(__name__)
+HEALTH_KIND = "host_health"
+INTERVAL_S = 5.0
+STALE_AFTER_S = 3 * INTERVAL_S
+
+
+def this_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_alive(owner: str, now: float, beat_t: float) -> bool:
+    hostname, _, pid = owner.rpartition(":")
+    if hostname == socket.gethostname() and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)  # signal 0: "does this process exist", nothing is sent
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return now - beat_t < STALE_AFTER_S
+
+
+def claim_hosts(store: Store, hosts: Iterable[str], owner: str, now: float | None = None) -> None:
+    """Refuse (ConfigError) if another live process is collecting any of `hosts`."""
+    now = time.time() if now is None else now
+    wanted = set(hosts)
+    for doc in store.documents(HEALTH_KIND):
+        data, host = doc["data"], doc["host"]
+        other = data.get("owner")
+        if host not in wanted or not other or other == owner or data.get("state") == "stopped":
+            continue
+        if _owner_alive(other, now, doc["t"]):
+            raise ConfigError(
+                f"hosts[{host!r}]: already collected by {other} (last heartbeat {now - doc['t']:.0f} s ago); "
+                "give each collector its own hosts (kvwatch collect --only NAME,...)"
+            )
+
+
+def stored_health(store: Store, host: str, now: float | None = None) -> dict[str, Any]:
+    """The host's health as its collector last wrote it; `stopped` if nobody has beaten lately."""
+    now = time.time() if now is None else now
+    docs = store.documents(HEALTH_KIND, host)
+    if not docs:
+        return {"state": "stopped", "last_error": "no collector has reported this host", "sources": {}}
+    doc = docs[-1]
+    health = dict(doc["data"])
+    if health.get("state") != "stopped" and now - doc["t"] > STALE_AFTER_S:
+        health["state"] = "stopped"
+        health["last_error"] = f"no heartbeat from collector {health.get('owner')} for {now - doc['t']:.0f} s"
+    return health
+
+
+class Heartbeat:
+    """Writes every owned host's health every INTERVAL_S seconds, and `stopped` when it stops."""
+
+    def __init__(self, store: Store, collectors: dict[str, HostCollector], interval: float = INTERVAL_S) -> None:
+        self.store = store
+        self.collectors = collectors
+        self.interval = interval
+        self.owner = this_owner()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self.beat()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(self.interval + 5)
+        self.beat(final=True)
+
+    def beat(self, final: bool = False) -> None:
+        now = time.time()
+        for name, collector in self.collectors.items():
+            health = collector.health.as_dict()
+            if final:
+                health["state"] = "stopped"
+            self.store.put_document(HEALTH_KIND, name, name, now, {**health, "owner": self.owner})
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.beat()
+            except Exception:  # a store hiccup must not end the heartbeat; the next beat retries
+                log.exception("heartbeat: cannot write host health")

@@ -1,0 +1,89 @@
+"""What a run report shows, read from the store for one host and one time window."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from tsdownsample import MinMaxLTTBDownsampler
+
+from app.store.base import Store
+
+FloatArray = npt.NDArray[np.float64]
+MAX_POINTS = 2000  # per series: enough for a full-width chart, small enough to mail
+SUMMARY_METRICS = (
+    "token_usage", "running_req", "queue_req", "gen_throughput", "input_throughput", "token",
+    "completions", "gpu_util_pct", "gpu_mem_used_mib",
+)
+EVENT_LIMIT = 100_000
+RECENT_EVENTS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    since: float | None = None
+    until: float | None = None
+    label: str = "whole history"
+
+    def contains(self, t: float) -> bool:
+        return (self.since is None or t > self.since) and (self.until is None or t <= self.until)
+
+
+@dataclass(slots=True)
+class ReportData:
+    host: str
+    window: Window
+    generated_at: float
+    series: dict[str, tuple[FloatArray, FloatArray]] = field(default_factory=dict)
+    summary: list[dict[str, Any]] = field(default_factory=list)
+    event_counts: dict[str, int] = field(default_factory=dict)
+    recent_events: list[dict[str, Any]] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)  # run flags and capacity, when known
+    comparison: dict[str, Any] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.series
+
+    @property
+    def first_t(self) -> float | None:
+        return min((float(t[0]) for t, _ in self.series.values()), default=self.window.since)
+
+    @property
+    def last_t(self) -> float | None:
+        return max((float(t[-1]) for t, _ in self.series.values()), default=self.window.until)
+
+
+def summarize(metric: str, v: FloatArray) -> dict[str, Any]:
+    """Plain sample statistics of one series in the window (the compare table has the steady-state ones)."""
+    p5, median, p95 = np.percentile(v, [5, 50, 95])
+    return {"metric": metric, "points": len(v), "last": float(v[-1]), "median": float(median),
+            "p5": float(p5), "p95": float(p95), "max": float(v.max())}
+
+
+def downsample(t: FloatArray, v: FloatArray, n: int = MAX_POINTS) -> tuple[FloatArray, FloatArray]:
+    if len(t) <= n:
+        return t, v
+    index = MinMaxLTTBDownsampler().downsample(t, v, n_out=n)  # type: ignore[no-untyped-call]
+    return t[index], v[index]
+
+
+def gather(store: Store, host: str, window: Window) -> ReportData:
+    data = ReportData(host=host, window=window, generated_at=time.time())
+    for metric in store.metrics(host):
+        t, v = store.series(host, metric, since=window.since, until=window.until)
+        if not len(t):
+            continue
+        data.series[metric] = downsample(t, v)
+        if metric in SUMMARY_METRICS:
+            data.summary.append(summarize(metric, v))
+    data.summary.sort(key=lambda row: SUMMARY_METRICS.index(row["metric"]))
+    events = [e for e in store.events(host, kinds=("event",), since=window.since, limit=EVENT_LIMIT)
+              if window.contains(float(e["t"]))]
+    data.event_counts = dict(Counter(str(e.get("event", "?")) for e in events).most_common())
+    data.recent_events = events[-RECENT_EVENTS:]
+    return data

@@ -1,0 +1,124 @@
+"""ReportData -> one self-contained HTML page: plotly.js is inlined from the installed plotly package,
+so the file opens offline, as a mail attachment, years later. Every stored string is escaped."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+from plotly.subplots import make_subplots
+
+from app.report.data import ReportData
+
+ALERT_USAGE = 0.95
+# (title, [(metric, legend)]): a panel is drawn when any of its metrics has data.
+PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("KV cache token usage", (("token_usage", "token usage"),)),
+    ("Requests", (("running_req", "running"), ("queue_req", "queued"))),
+    ("Throughput (tokens/s)", (("gen_throughput", "generation"), ("input_throughput", "input"))),
+    ("Completions", (("completions", "completions"),)),
+    ("GPU", (("gpu_util_pct", "utilisation %"),)),
+)
+RATIO_METRICS = frozenset({"token_usage"})
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#1d2330;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}.meta{color:#5b6475}
+table{border-collapse:collapse;margin:4px 0}td,th{padding:3px 10px;border-bottom:1px solid #e3e6ec;text-align:right}
+th:first-child,td:first-child{text-align:left}th{background:#f4f6f9}.empty{color:#a33}code{font-size:12px}
+"""
+
+
+def _utc(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _number(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if metric in RATIO_METRICS:
+        return f"{value:.1%}"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def figure(data: ReportData) -> go.Figure | None:
+    panels = [(title, [m for m in metrics if m[0] in data.series]) for title, metrics in PANELS]
+    panels = [(title, metrics) for title, metrics in panels if metrics]
+    if not panels:
+        return None
+    fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=[title for title, _ in panels])
+    for row, (_, metrics) in enumerate(panels, start=1):
+        for metric, legend in metrics:
+            t, v = data.series[metric]
+            x = pd.to_datetime(t, unit="s", utc=True)
+            fig.add_trace(go.Scatter(x=x, y=v, mode="lines", name=legend, line={"width": 1.3}), row=row, col=1)
+            if metric == "token_usage":
+                fig.add_hline(y=ALERT_USAGE, line={"dash": "dot", "color": "#c0392b"}, row=row, col=1)
+    fig.update_layout(height=230 * len(panels) + 60, margin={"l": 60, "r": 20, "t": 40, "b": 30},
+                      template="plotly_white", legend={"orientation": "h"})
+    return fig
+
+
+def _facts_section(data: ReportData) -> str:
+    if not data.facts:
+        return ""
+    rows = [[str(k), str(v)] for k, v in data.facts.items()]
+    return "<h2>Run</h2>" + _table(["", "value"], rows)
+
+
+def _summary_section(data: ReportData) -> str:
+    rows = [[r["metric"], str(r["points"]), *(_number(r["metric"], r[k]) for k in ("last", "median", "p5", "p95",
+                                                                                 "max"))]
+            for r in data.summary]
+    return "<h2>Summary</h2>" + _table(["metric", "points", "last", "median", "p5", "p95", "max"], rows)
+
+
+def _events_section(data: ReportData) -> str:
+    if not data.event_counts:
+        return "<h2>Events</h2><p>No retractions, errors or restarts in this window.</p>"
+    counts = _table(["event", "count"], [[k, str(n)] for k, n in data.event_counts.items()])
+    recent = [[_utc(float(e["t"])), str(e.get("event", "")), str(e.get("message") or e.get("text") or "")[:160]]
+              for e in data.recent_events]
+    return "<h2>Events</h2>" + counts + "<h2>Latest events</h2>" + _table(["time", "event", "detail"], recent)
+
+
+def _comparison_section(comparison: dict[str, Any] | None) -> str:
+    if not comparison:
+        return ""
+    labels = [str(run.get("label") or run.get("id")) for run in comparison.get("runs", [])]
+    rows = []
+    for row in comparison.get("rows", []):
+        values = [_number(row["metric"], v) if isinstance(v, int | float) else str(v or "-") for v in row["values"]]
+        changes = [f"{c:+.1f}%" if isinstance(c, int | float) else "" for c in row.get("change_pct", [])]
+        rows.append([str(row["metric"]), *values, *changes])
+    header = ["metric", *labels, *(f"change {label}" for label in labels)]
+    return "<h2>Comparison</h2>" + _table(header, rows)
+
+
+def render_html(data: ReportData) -> str:
+    """The whole page; about 5 MB, nearly all of it plotly.js."""
+    fig = figure(data)
+    chart = (fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})
+             if fig is not None else '<p class="empty">No samples stored for this host in this window.</p>')
+    title = f"kvwatch report: {data.host}"
+    meta = (f"{html.escape(data.window.label)} · {_utc(data.first_t)} to {_utc(data.last_t)}"
+            f" · generated {_utc(data.generated_at)}")
+    return (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
+        f"<h1>{html.escape(title)}</h1><div class=meta>{meta}</div>"
+        f"{chart}{_facts_section(data)}{_summary_section(data)}{_comparison_section(data.comparison)}"
+        f"{_events_section(data)}</body></html>\n"
+    )
