@@ -68,11 +68,14 @@ def _retracted(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArr
 
 def _admissions(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray]:
     """Cumulative admissions net of retractions: a retracted request is admitted again later."""
-    t, v = store.series(run.host, "new_seq", since=run.started_at, until=end)
+    # With DP attention each DP rank admits on its own: sum the ranks' own lines, since the host series
+    # of a DP log holds the sum of each rank's latest batch, not a count of admissions.
+    ranks = [r for r in store.ranks(run.host, "new_seq") if r] or [""]
+    parts = [store.series(run.host, "new_seq", rank=rank, since=run.started_at, until=end) for rank in ranks]
     rt, rv = _retracted(store, run, end)
-    times = np.concatenate((t, rt))
+    times = np.concatenate([t for t, _ in parts] + [rt])
     order = np.argsort(times, kind="stable")
-    return times[order], np.cumsum(np.concatenate((v, -rv))[order])
+    return times[order], np.cumsum(np.concatenate([v for _, v in parts] + [-rv])[order])
 
 
 def _cumulative(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray, str] | None:

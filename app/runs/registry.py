@@ -51,8 +51,9 @@ def _events(store: Store, host: str) -> list[dict[str, Any]]:
 
 def _first_sample(store: Store, host: str, before: float | None) -> float | None:
     """The first sample logged before the first start seen (only those can need a run of their own)."""
-    firsts = [float(t[0]) for m in FIRST_SAMPLE_METRICS if len(t := store.series(host, m, until=before)[0])]
-    return min(firsts) if firsts else None
+    firsts = [span[0] for m in FIRST_SAMPLE_METRICS if (span := store.extent(host, m)) is not None]
+    first = min(firsts) if firsts else None
+    return first if first is not None and (before is None or first < before) else None
 
 
 def _adopt(controller: Run, detected: Run) -> None:
