@@ -78,10 +78,13 @@ def _admissions(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatAr
     return times[order], np.cumsum(np.concatenate([v for _, v in parts] + [-rv])[order])
 
 
-def _cumulative(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray, str] | None:
+def _cumulative(store: Store, run: Run, window: SteadyWindow) -> tuple[FloatArray, FloatArray, str] | None:
+    """The best count that moved inside the window (output files read all at once, after the fact,
+    say nothing about when their lines were written)."""
+    end = window.end
     for metric, source in RATE_SOURCES:
         t, v = store.series(run.host, metric, since=run.started_at, until=end)
-        if len(t) < 2:
+        if np.count_nonzero(t >= window.start) < 2:
             continue
         if metric == "new_seq":
             t, v = _admissions(store, run, end)
@@ -130,7 +133,7 @@ def compute_run_stats(
         part = grid[first:last]
         if np.count_nonzero(~np.isnan(part)) >= MIN_WINDOW_POINTS:
             stats.levels[metric] = summarize_level(part, rng)
-    counted = _cumulative(store, run, end)
+    counted = _cumulative(store, run, stats.window)
     if counted is not None:
         counts = on_grid(counted[0], counted[1], stats.window.start, stats.window.end, step)
         if np.count_nonzero(~np.isnan(counts)) >= MIN_WINDOW_POINTS:

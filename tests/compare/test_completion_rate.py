@@ -10,6 +10,7 @@ import pytest
 from app.compare import compute_run_stats
 from app.compare.offline import load_logs
 from app.runs import list_runs
+from app.store.base import Batch, Sample
 from tests.compare.synth import EPOCH0, stamp
 
 DURATION_S = 1800
@@ -53,3 +54,25 @@ def test_admissions_less_retractions_over_dp_ranks(tmp_path: Path) -> None:
     assert stats.rate.value == pytest.approx(true_rate, rel=0.03)
     # the host's throughput is the sum over the DP ranks
     assert stats.levels["gen_throughput"].value == pytest.approx(920.0)
+
+
+def test_output_files_are_preferred_when_they_grew_during_the_window(tmp_path: Path) -> None:
+    dp_log(tmp_path / "dp.log")
+    store, hosts = load_logs([tmp_path / "dp.log"])
+    # What the collector stores for output files: the host's total line count when it saw them grow.
+    counts = [Sample("completions", "", EPOCH0 + second, float(3 * (second // 10))) for second in range(5, DURATION_S)]
+    store.commit(Batch(hosts[0], "outputs", "/prepared/B2/raw_responses.jsonl", samples=counts))
+    (run,) = list_runs(store, hosts[0])
+    stats = compute_run_stats(store, run)
+    assert stats.rate is not None and stats.rate_source == "output files"
+    assert stats.rate.value == pytest.approx(0.3, rel=0.02)
+
+
+def test_output_files_read_after_the_fact_say_nothing_about_the_rate(tmp_path: Path) -> None:
+    dp_log(tmp_path / "dp.log")
+    store, hosts = load_logs([tmp_path / "dp.log"])
+    late = [Sample("completions", "", EPOCH0 + DURATION_S + 86_400 + i, 5000.0 + i) for i in range(3)]
+    store.commit(Batch(hosts[0], "outputs", "/prepared/B2/raw_responses.jsonl", samples=late))
+    (run,) = list_runs(store, hosts[0])
+    stats = compute_run_stats(store, run)
+    assert stats.rate_source == "admissions (prefill #new-seq less retractions)"
