@@ -93,3 +93,17 @@ def test_compare_errors_are_one_line(tmp_path: Path, kvwatch: Any) -> None:
     write_log(tmp_path / "a.log", SPECS[:1], seed=1)
     unknown = kvwatch("compare", str(tmp_path / "a.log"), "--runs", "x")
     assert unknown.stderr.strip() == "kvwatch: error: --runs: unknown run 'x' (see --list)"
+
+
+def test_compare_with_the_config_reads_its_store(tmp_path: Path, kvwatch: Any) -> None:
+    write_log(tmp_path / "server.log", SPECS[:2], seed=44)
+    store = SqliteStore(str(tmp_path / "kvwatch.db"))
+    load_log(store, "gpu1", tmp_path / "server.log")
+    store.close()
+    (tmp_path / "kvwatch.toml").write_text(
+        f'[server]\ndatabase = "{tmp_path / "kvwatch.db"}"\n\n'
+        f'[[hosts]]\nname = "gpu1"\nssh = "local"\nserver_log = "{tmp_path / "server.log"}"\n'
+    )
+    done = kvwatch("compare", "--config", str(tmp_path / "kvwatch.toml"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[3].startswith("| --mem-fraction-static 0.88 --enable-hierarchical-cache")
