@@ -5,15 +5,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.ecosystem.repo import REPO, ComposeRunner
 from tests.fixtures.components import components_required, require_component
-
-REPO = Path(__file__).resolve().parents[2]
-ComposeRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def _compose_binary() -> str:

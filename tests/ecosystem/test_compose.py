@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.ecosystem.conftest import REPO, ComposeRunner
+from tests.ecosystem.repo import REPO, ComposeRunner
 
 ALL_PROFILES = ("--profile", "gpu", "--profile", "observability")
 
