@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from app.alerts import start_alerting
 from app.api import ROUTERS
 from app.services import Services
 
@@ -23,6 +24,7 @@ def create_app(services: Services, *, manage_collectors: bool = True) -> FastAPI
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if manage_collectors:
             services.start_collectors()
+            services.alerts = start_alerting(services)
         try:
             yield
         finally:

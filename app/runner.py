@@ -10,6 +10,7 @@ from pathlib import Path
 
 import uvicorn
 
+from app.alerts import validate_alert_config
 from app.config import Config
 from app.errors import ConfigError
 from app.main import create_app
@@ -48,6 +49,7 @@ def database_path(config: Config) -> str:
 
 def build_services(config: Config, collect: bool = True) -> Services:
     """The store and one collector a host; with `collect=False` a web app reading what others collect."""
+    validate_alert_config(config)  # a bad [alerts] field stops the start with one line, before serving
     services = Services(config=config, store=open_store(database_path(config)))
     if not collect:
         services.background.append(StoreRelay(services))

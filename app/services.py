@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.bus import EventBus
 from app.config import Config
 from app.pipeline.collector import HostCollector
 from app.store.base import Store
+
+if TYPE_CHECKING:
+    from app.alerts.service import AlertService
 
 
 class Background(Protocol):
@@ -27,6 +30,7 @@ class Services:
     bus: EventBus = field(default_factory=EventBus)
     collectors: dict[str, HostCollector] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
+    alerts: AlertService | None = None  # set by the app's lifespan (app.alerts.start_alerting)
     background: list[Background] = field(default_factory=list)
 
     def start_collectors(self) -> None:
@@ -36,6 +40,9 @@ class Services:
             helper.start()
 
     def stop(self) -> None:
+        if self.alerts is not None:  # before the store closes: it flushes alert states into it
+            self.alerts.stop()
+            self.alerts = None
         for collector in self.collectors.values():
             collector.stop()
         # After the collectors (the heartbeat's last word is their final state), before the store closes.

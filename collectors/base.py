@@ -18,7 +18,7 @@ Errors, translated once at the boundary (paramiko and OS errors never escape a c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class CollectorError(Exception):
@@ -62,13 +62,15 @@ class CommandResult:
     stderr: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):
     """One complete line of a followed file.
 
     `generation` changes whenever the file behind the path is a different one (rotation,
     truncation); `offset` is the byte offset just past this line's newline in that file, and
     `line_no` its 1-based number there.
+
+    A NamedTuple rather than a frozen dataclass: equally immutable, and a catch-up makes millions
+    of them (a frozen dataclass costs ~3x more per line to build).
     """
 
     source: str

@@ -21,6 +21,15 @@ class LocalTransport:
             raise CollectorError(f"{path}: {exc.strerror}") from exc
         return FileStat(inode=st.st_ino, size=st.st_size)
 
+    def stat_many(self, paths: list[str]) -> dict[str, FileStat | None]:
+        out: dict[str, FileStat | None] = {}
+        for path in paths:
+            try:
+                out[path] = self.stat(path)
+            except SourceMissing:
+                out[path] = None
+        return out
+
     def read(self, path: str, offset: int, length: int) -> bytes:
         try:
             with open(path, "rb") as handle:
@@ -40,6 +49,18 @@ class LocalTransport:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CollectorError(f"{argv[0]}: {exc}") from exc
         return CommandResult(done.returncode, done.stdout, done.stderr)
+
+    def find_inode(self, directory: str, inode: int) -> str | None:
+        """The file in `directory` with this inode (a log renamed away by rotation), or None."""
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    # d_ino from readdir differs from st_ino on overlayfs: stat each entry
+                    if entry.is_file() and entry.stat().st_ino == inode:
+                        return entry.path
+        except OSError:
+            return None
+        return None
 
     def close(self) -> None:
         return None

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import paramiko
 
 from collectors.base import CollectorError, CommandResult, FileStat, StreamClosed
+from collectors.ssh_cursor import ReadCursor
 from collectors.ssh_errors import map_ssh_errors
 from collectors.ssh_exec import ExecStream, open_exec, quote_argv, run_channel
 from collectors.ssh_stat import StatShell
@@ -45,6 +46,7 @@ class SshOptions:
 
 def tcp_socket(host: str, port: int, opts: SshOptions) -> socket.socket:
     sock = socket.create_connection((host, port), timeout=opts.connect_timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # else Nagle + delayed ACK: 40 ms a request
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     if hasattr(socket, "TCP_KEEPIDLE"):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, opts.tcp_keepidle)
@@ -101,6 +103,8 @@ class SshTransport:
         self._shell: StatShell | None = None
         self._home = ""
         self._lock = threading.Lock()
+        self._cursor: ReadCursor | None = None
+        self._cursor_lock = threading.Lock()
 
     # -- connection -------------------------------------------------------------------------
     def connect(self) -> SshTransport:
@@ -138,12 +142,12 @@ class SshTransport:
         return bool(transport and transport.is_active())
 
     def close(self) -> None:
-        for closeable in (self._shell, self._sftp, *reversed(self._clients)):
+        for closeable in (self._cursor, self._shell, self._sftp, *reversed(self._clients)):
             if closeable is not None:
                 # closing a dead connection may fail in any way; it is gone either way
                 with contextlib.suppress(Exception):
                     closeable.close()
-        self._shell, self._sftp, self._clients = None, None, []
+        self._cursor, self._shell, self._sftp, self._clients = None, None, None, []
 
     # -- Transport protocol -----------------------------------------------------------------
     def abspath(self, path: str) -> str:
@@ -157,16 +161,17 @@ class SshTransport:
             raise StreamClosed(f"{self.name}: not connected")
         return self._shell.stat(self.abspath(path))
 
+    def stat_many(self, paths: list[str]) -> dict[str, FileStat | None]:
+        """Several paths in one round trip (None = missing): one host poll costs one request."""
+        if self._shell is None:
+            raise StreamClosed(f"{self.name}: not connected")
+        found = self._shell.stat_many([self.abspath(p) for p in paths])
+        return dict(zip(paths, found, strict=True))
+
     def read(self, path: str, offset: int, length: int) -> bytes:
         full = self.abspath(path)
         if length > SFTP_READ_MAX:
-            script = 'tail -c +"$1" -- "$2" | head -c "$3"'
-            argv = ["sh", "-c", script, "sh", str(offset + 1), full, str(length)]
-            done = self.run(argv, timeout=max(self.opts.io_timeout, length / 20e6))
-            if done.exit_status != 0 and not done.stdout:
-                self.stat(full)  # raises SourceMissing when that is why
-                raise CollectorError(f"{self.name}:{full}: read failed: {done.stderr[:200]!r}")
-            return done.stdout
+            return self._read_streaming(full, offset, length)
         where = f"{self.name}:{full}"
         with self._lock, map_ssh_errors(where), self._sftp_client().open(full, "rb") as handle:
             handle.seek(offset)
@@ -217,6 +222,22 @@ class SshTransport:
             except CollectorError:
                 continue
         return None
+
+    def _read_streaming(self, path: str, offset: int, length: int) -> bytes:
+        with self._cursor_lock:
+            cursor = self._cursor
+            if cursor is None or not cursor.serves(path, offset) or self.stat(path).inode != cursor.inode:
+                if cursor is not None:
+                    cursor.close()
+                inode = self.stat(path).inode  # raises SourceMissing
+                stream = self.open_stream(["tail", "-c", f"+{offset + 1}", "--", path])
+                cursor = self._cursor = ReadCursor(stream, path, offset, inode, self.opts.io_timeout)
+            with map_ssh_errors(f"{self.name}:{path}"):
+                data = cursor.read(offset, length)
+            if cursor.eof:
+                cursor.close()
+                self._cursor = None
+            return data
 
     def _listdir(self, directory: str) -> list[str]:
         with self._lock:

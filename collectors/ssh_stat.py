@@ -41,6 +41,27 @@ class StatShell:
             raise SourceMissing(f"{self._what}:{path}: no such file")
         raise CollectorError(f"{self._what}:{path}: stat failed: {answer.strip()[:200]}")
 
+    def stat_many(self, paths: list[str]) -> list[FileStat | None]:
+        """One request for all paths; None for a missing one (`!` = exists but stat failed)."""
+        if not paths:
+            return []
+        with self._lock:
+            self._seq += 1
+            tag = str(self._seq)
+            quoted = " ".join(shlex.quote(p) for p in paths)
+            loop = (f'for p in {quoted}; do LC_ALL=C stat -L -c "%i %s" -- "$p" 2>/dev/null '
+                    f'|| {{ [ -e "$p" ] && echo "! !" || echo "- -"; }}; done | tr "\\n" " "')
+            self._send(f'echo "{tag} $({loop})"\n')
+            fields = self._answer(tag).split()
+        if len(fields) != 2 * len(paths):
+            raise StreamClosed(f"{self._what}: garbled stat answer")
+        out: list[FileStat | None] = []
+        for path, ino, size in zip(paths, fields[::2], fields[1::2], strict=True):
+            if ino == "!":
+                raise CollectorError(f"{self._what}:{path}: stat failed (permission?)")
+            out.append(None if ino == "-" else FileStat(inode=int(ino), size=int(size)))
+        return out
+
     def _send(self, text: str) -> None:
         try:
             self._chan.settimeout(self._timeout)

@@ -1,75 +1,289 @@
-"""Follow one file on a transport and hand out complete lines with the offset to resume from.
+"""An exact tail of one path over any Transport.
 
-First slice: polling by stat + read. Identity is the inode; a different inode or a file shorter than
-the saved offset starts a new generation from byte 0. The collectors issue hardens this (head
-fingerprint, draining a renamed file, streaming over SSH).
+`poll()` returns the complete lines that appeared since the last call; `tail.state` is then the
+TailState to commit *with* them (one store transaction). Resuming from a committed state re-reads nothing twice and
+skips nothing: the state names the file (inode, head fingerprint, marker before the offset), so a
+file rotated, truncated, regrown or replaced while we were away is recognised.
+
+What each change of the file behind the path becomes:
+- rename rotation (the old inode now lives under another name in the same directory): the old
+  generation is drained to its end, and kept open until it stops growing for `rotate_wait` s, while
+  the new file is read from 0 as the next generation;
+- copytruncate / truncate (size below what we read) and truncate-and-regrow (the bytes before our
+  offset changed): new generation from 0;
+- atomic replace (another inode, old one gone): if the new file starts with exactly the bytes we
+  already read, we continue at our offset; otherwise new generation from 0;
+- path missing: nothing is lost, the tail waits; when the path reappears it is a new generation.
+
+Limits: a file deleted, recreated (reusing the inode) and regrown with identical leading bytes
+between two polls cannot be told apart from the old one; a file renamed out of its directory
+cannot be drained (counted in `stats.lost_generations`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+import posixpath
+import time
+from dataclasses import dataclass
 
-from collectors.base import FileStat, Line, SourceMissing, Transport
+from collectors.base import CollectorError, FileStat, Line, SourceMissing, Transport
+from collectors.lines import MAX_LINE_BYTES, LineSplitter
+from collectors.tail_state import HEAD_BYTES, MARKER_BYTES, DrainState, TailState, digest
 
-READ_CHUNK = 8 << 20
+READ_CHUNK = 8 << 20  # per poll and file: one busy file cannot starve the others
 
 
-@dataclass(frozen=True, slots=True)
-class TailState:
-    """Where a tail stands: commit it together with the records of the lines before it."""
+class Unknown:
+    """Marks "no stat given": poll() stats the path itself."""
 
-    generation: int = 0
-    inode: int = 0
-    offset: int = 0
-    line_no: int = 0
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+UNKNOWN = Unknown()
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> TailState:
-        if not data:
-            return cls()
-        known = {k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+
+@dataclass
+class TailStats:
+    bytes_read: int = 0
+    lines: int = 0
+    truncated_lines: int = 0  # longer than max_line: text cut, offset exact
+    replaced_lines: int = 0  # invalid UTF-8 replaced by U+FFFD
+    rotations: int = 0
+    truncations: int = 0
+    replacements: int = 0
+    lost_generations: int = 0  # an old generation vanished before it was drained
+
+
+@dataclass
+class _Drain:
+    split: LineSplitter
+    inode: int
+    path: str | None
+    last_growth: float
 
 
 class Tail:
-    def __init__(self, transport: Transport, path: str, source: str, state: TailState | None = None) -> None:
+    def __init__(self, transport: Transport, path: str, source: str, state: TailState | None = None,
+                 *, rotate_wait: float = 5.0, read_chunk: int = READ_CHUNK,
+                 max_line: int = MAX_LINE_BYTES) -> None:
         self.transport = transport
         self.path = path
         self.source = source
-        self.state = state or TailState()
+        self.rotate_wait = rotate_wait
+        self.read_chunk = read_chunk
+        self.max_line = max_line
+        self.stats = TailStats()
+        self.behind = False  # more bytes were available than one poll reads
+        self.state: TailState | None = state if state is not None and state.generation > 0 else None
+        self._restore(self.state)
 
-    def poll(self) -> list[Line]:
-        """Complete lines appended since the last poll; `self.state` then stands after the last one."""
+    # -- public -----------------------------------------------------------------------------
+    def poll(self, stat: FileStat | Unknown | None = UNKNOWN) -> list[Line]:
+        """Complete new lines; afterwards `self.state` is the state to commit together with them.
+
+        On a CollectorError nothing is half-done: the tail rewinds to the last returned state
+        (in-memory fragments are dropped and re-read), so the caller may simply poll again.
+        If the caller fails to commit, it calls `rewind(committed_state)`.
+        `stat`: the path's stat if the caller already has it (`Transport.stat_many`; None = missing).
+        """
         try:
-            stat = self.transport.stat(self.path)
-        except SourceMissing:
-            return []
-        self._follow_identity(stat)
-        if stat.size <= self.state.offset:
-            return []
-        data = self.transport.read(self.path, self.state.offset, min(READ_CHUNK, stat.size - self.state.offset))
-        end = data.rfind(b"\n")
-        if end < 0:
-            return []
-        return self._split(data[: end + 1])
-
-    def _follow_identity(self, stat: FileStat) -> None:
-        if self.state.inode == 0 and self.state.offset == 0:
-            self.state = replace(self.state, inode=stat.inode)
-        elif stat.inode != self.state.inode or stat.size < self.state.offset:
-            self.state = TailState(generation=self.state.generation + 1, inode=stat.inode)
-
-    def _split(self, data: bytes) -> list[Line]:
-        lines: list[Line] = []
-        offset, line_no = self.state.offset, self.state.line_no
-        for raw in data.split(b"\n")[:-1]:
-            offset += len(raw) + 1
-            line_no += 1
-            text = raw.decode("utf-8", errors="replace").rstrip("\r")
-            lines.append(Line(self.source, self.state.generation, offset, line_no, text))
-        self.state = replace(self.state, offset=offset, line_no=line_no)
+            lines = self._poll(stat)
+        except CollectorError:
+            self._restore(self.state)
+            raise
+        self.state = self._snapshot()
+        self.stats.lines += len(lines)
         return lines
+
+    def rewind(self, state: TailState | None) -> None:
+        """Go back to a committed state (the store refused the last batch)."""
+        self.state = state if state is not None and state.generation > 0 else None
+        self._restore(self.state)
+
+    def rebind(self, transport: Transport) -> None:
+        """Continue on a new connection from the last returned state."""
+        self.transport = transport
+        self._restore(self.state)
+
+    # -- state ------------------------------------------------------------------------------
+    def _restore(self, state: TailState | None) -> None:
+        self._cur: LineSplitter | None = None
+        self._inode = 0
+        self._head = b""
+        self._tail = b""  # bytes just before _cur.read_pos (checked on every read)
+        self._marker = b""  # bytes just before _cur.offset (persisted as a digest)
+        self._verify = state is not None
+        self._vanished = False
+        self._drain: _Drain | None = None
+        if state is None:
+            return
+        self._cur = self._splitter(state.generation, state.offset, state.line_no)
+        self._inode = state.inode
+        if state.draining is not None:
+            d = state.draining
+            self._drain = _Drain(self._splitter(d.generation, d.offset, d.line_no), d.inode, None, 0.0)
+
+    def _splitter(self, generation: int, offset: int, line_no: int) -> LineSplitter:
+        return LineSplitter(self.source, generation, offset, line_no, self.max_line)
+
+    def _snapshot(self) -> TailState | None:
+        cur = self._cur
+        if cur is None:
+            return None
+        drain = None
+        if self._drain is not None:
+            s = self._drain.split
+            drain = DrainState(s.generation, self._drain.inode, s.offset, s.line_no)
+        if self._verify and self.state is not None:  # current file not re-checked since resume
+            return self.state.with_(draining=drain)
+        head = self._head[: min(len(self._head), cur.offset)]
+        return TailState(cur.generation, self._inode, cur.offset, cur.line_no, digest(head), len(head),
+                         digest(self._marker), drain)
+
+    def _new_generation(self, st: FileStat, generation: int) -> None:
+        self._cur = self._splitter(generation, 0, 0)
+        self._inode = st.inode
+        self._head = self._tail = self._marker = b""
+        self._verify = False
+
+    # -- one poll ---------------------------------------------------------------------------
+    def _poll(self, known: FileStat | Unknown | None) -> list[Line]:
+        self._early: list[Line] = []
+        st = self._stat(self.path) if isinstance(known, Unknown) else known
+        if self._cur is None:
+            if st is None:
+                return []
+            self._new_generation(st, 1)
+        elif st is None:
+            self._vanished = True
+        else:
+            self._check_identity(st)
+        lines = self._early + self._poll_drain()
+        if st is not None:
+            lines += self._read_current(st)
+        return lines
+
+    def _stat(self, path: str) -> FileStat | None:
+        try:
+            return self.transport.stat(path)
+        except SourceMissing:
+            return None
+
+    def _check_identity(self, st: FileStat) -> None:
+        cur = self._cur
+        assert cur is not None
+        if st.inode != self._inode or self._vanished:
+            self._switch(st, recreated=self._vanished)
+            self._vanished = False
+        elif st.size < cur.read_pos or (self._verify and not self._verified(st)):
+            self.stats.truncations += 1
+            self._new_generation(st, cur.generation + 1)
+
+    def _switch(self, st: FileStat, recreated: bool) -> None:
+        """The path names another file: a rename rotation (old inode found nearby) or a replace."""
+        cur = self._cur
+        assert cur is not None
+        old = self._find(self._inode)
+        if old is not None and old != self.path:
+            self.stats.rotations += 1
+            self._finish_drain()
+            split = self._splitter(cur.generation, cur.offset, cur.line_no)
+            self._drain = _Drain(split, self._inode, old, time.monotonic())
+            self._new_generation(st, cur.generation + 1)
+            return
+        self.stats.replacements += 1
+        old_inode, self._inode = self._inode, st.inode
+        self._cur = self._splitter(cur.generation, cur.offset, cur.line_no)
+        # same leading bytes after a rename-over = an atomic rewrite that only appended
+        if recreated or not self._verified(st):
+            self._inode = old_inode
+            self._new_generation(st, cur.generation + 1)
+
+    def _verified(self, st: FileStat) -> bool:
+        """Does the file still hold what we committed (head fingerprint, bytes before offset)?"""
+        cur, state = self._cur, self.state
+        assert cur is not None
+        if state is None or st.size < cur.offset:
+            return st.size >= cur.offset and state is not None
+        head_n = min(HEAD_BYTES, cur.offset)
+        m = min(MARKER_BYTES, cur.offset)
+        head = self.transport.read(self.path, 0, head_n) if head_n else b""
+        marker = self.transport.read(self.path, cur.offset - m, m) if m else b""
+        if digest(head[: state.head_len]) != state.fingerprint or digest(marker) != state.marker:
+            return False
+        self._head, self._tail, self._marker = head, marker, marker
+        self._verify = False
+        return True
+
+    def _read_current(self, st: FileStat) -> list[Line]:
+        cur = self._cur
+        assert cur is not None
+        if self._verify and not self._verified(st):
+            self.stats.truncations += 1
+            self._new_generation(st, cur.generation + 1)
+            cur = self._cur
+            assert cur is not None
+        avail = st.size - cur.read_pos
+        self.behind = avail > self.read_chunk
+        if avail <= 0:
+            return []
+        m = len(self._tail)
+        data = self.transport.read(self.path, cur.read_pos - m, min(avail, self.read_chunk) + m)
+        if data[:m] != self._tail:  # rewritten under us since the last read
+            self.stats.truncations += 1
+            self._new_generation(st, cur.generation + 1)
+            self.behind = True
+            return []
+        return self._feed(data[m:])
+
+    def _feed(self, data: bytes) -> list[Line]:
+        cur = self._cur
+        assert cur is not None
+        base = cur.read_pos
+        if len(self._head) < HEAD_BYTES and base == len(self._head):
+            self._head += data[: HEAD_BYTES - len(self._head)]
+        before = cur.truncated_lines, cur.replaced_lines
+        lines = cur.feed(data)
+        self.stats.truncated_lines += cur.truncated_lines - before[0]
+        self.stats.replaced_lines += cur.replaced_lines - before[1]
+        self.stats.bytes_read += len(data)
+        if lines:
+            upto = cur.offset - base
+            self._marker = (self._tail + data[max(0, upto - MARKER_BYTES) : upto])[-MARKER_BYTES:]
+        self._tail = (self._tail + data[-MARKER_BYTES:])[-MARKER_BYTES:]
+        return lines
+
+    # -- the old generation after a rename ---------------------------------------------------
+    def _find(self, inode: int) -> str | None:
+        finder = getattr(self.transport, "find_inode", None)
+        if finder is None:
+            return None
+        found: str | None = finder(posixpath.dirname(self.path) or ".", inode)
+        return found
+
+    def _poll_drain(self, final: bool = False) -> list[Line]:
+        d = self._drain
+        if d is None:
+            return []
+        st = self._stat(d.path) if d.path else None
+        if st is None or st.inode != d.inode:
+            d.path = self._find(d.inode)
+            st = self._stat(d.path) if d.path else None
+        if st is None or st.inode != d.inode or d.path is None:
+            self.stats.lost_generations += 1
+            self._drain = None
+            return d.split.flush()
+        lines: list[Line] = []
+        while st.size > d.split.read_pos:
+            n = min(st.size - d.split.read_pos, self.read_chunk)
+            data = self.transport.read(d.path, d.split.read_pos, n)
+            if not data:
+                break
+            lines += d.split.feed(data)
+            d.last_growth = time.monotonic()
+        if final or time.monotonic() - d.last_growth >= self.rotate_wait:
+            lines += d.split.flush()
+            self._drain = None
+        return lines
+
+    def _finish_drain(self) -> None:
+        if self._drain is not None:  # a second rotation before the first drained: read it out now
+            self._early += self._poll_drain(final=True)

@@ -6,22 +6,45 @@ export async function getJSON(path) {
   return response.json();
 }
 
+// Endpoints other features add (runs, alerts): a 404 means "not here yet", not an error.
+export async function optionalJSON(path) {
+  const response = await fetch(path);
+  if (response.status === 404) return null;
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  return response.json();
+}
+
 export function fetchHosts() {
   return getJSON("/api/hosts");
 }
 
-export function fetchSeries(host, metric, { since, maxPoints = 2000 } = {}) {
-  const query = new URLSearchParams({ host, metric, max_points: String(maxPoints) });
-  if (since !== undefined) query.set("since", String(since));
+export function fetchSeries(host, metric, { since, until, maxPoints = 2000, rank } = {}) {
+  const query = new URLSearchParams({ host, metric, max_points: String(Math.round(maxPoints)) });
+  if (since !== undefined && since !== null) query.set("since", String(since));
+  if (until !== undefined && until !== null) query.set("until", String(until));
+  if (rank) query.set("rank", rank);
   return getJSON(`/api/series?${query}`);
+}
+
+export function fetchRuns(host) {
+  return optionalJSON(`/api/runs?${new URLSearchParams({ host })}`);
+}
+
+export function fetchEvents(host) {
+  return optionalJSON(`/api/events?${new URLSearchParams({ host, kind: "event" })}`);
+}
+
+export function fetchAlerts() {
+  return optionalJSON("/api/alerts");
 }
 
 export function openStream(handlers, onState) {
   const source = new EventSource("/api/stream");
   source.onopen = () => onState("live");
-  source.onerror = () => onState("reconnecting");
+  source.onerror = () => onState(source.readyState === EventSource.CLOSED ? "offline" : "reconnecting");
   for (const [event, handler] of Object.entries(handlers)) {
     source.addEventListener(event, (message) => handler(JSON.parse(message.data)));
   }
+  window.addEventListener("beforeunload", () => source.close());
   return source;
 }

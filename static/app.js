@@ -1,58 +1,216 @@
-// Wiring: pick a host, load its history, then follow the live stream.
-import { fetchHosts, fetchSeries, openStream } from "./api.js";
-import { createChart, extendTrace, setTrace } from "./charts.js";
+// Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
+import { fetchAlerts, fetchEvents, fetchHosts, fetchRuns, fetchSeries, openStream } from "./api.js";
+import { createChart, extendTrace, lastTime, retheme, setMarkers, setTrace, setXRange } from "./charts.js";
+import { eventMarkers, runMarkers } from "./markers.js";
+import { PANELS, tracesFor } from "./panels.js";
+import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 
-const PANELS = [
-  { id: "chart-throughput", title: "gen throughput (tok/s)", metrics: ["gen_throughput"] },
-  { id: "chart-usage", title: "KV token usage", metrics: ["token_usage"], threshold: 0.95 },
-];
+const $ = (id) => document.getElementById(id);
+const state = { host: null, hosts: [], zoom: null, syncing: false, latest: {}, progress: null,
+                notified: new Set(), extent: [Infinity, -Infinity], loading: null };
+window.kvwatchZoomFetches = 0;
 
-const state = { host: null };
+function throttle(fn, ms) {
+  let timer = null;
+  return () => {
+    if (timer) return;
+    timer = setTimeout(() => { timer = null; fn(); }, ms);
+  };
+}
 
-function panelFor(metric) {
+function pointsFor(element) {
+  return Math.min(4000, Math.max(500, Math.round((element.clientWidth || 800) * 2)));
+}
+
+function noteExtent(points) {
+  if (!points.length) return;
+  state.extent = [Math.min(state.extent[0], points[0][0]), Math.max(state.extent[1], points.at(-1)[0])];
+}
+
+async function fillCharts(window) {
+  const jobs = [];
   for (const panel of PANELS) {
-    const index = panel.metrics.indexOf(metric);
-    if (index >= 0) return { element: document.getElementById(panel.id), index };
+    const element = $(panel.id);
+    panel.traces.forEach((trace, index) => {
+      const options = { maxPoints: pointsFor(element), ...(window || {}) };
+      jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
+        setTrace(element, index, series.points);
+        if (!window) noteExtent(series.points);
+        if (series.eta !== undefined) state.progress = series.eta;
+        if (series.points.length) state.latest[trace.metric] = series.points.at(-1)[1];
+      }));
+    });
   }
-  return null;
+  await Promise.all(jobs);
+}
+
+function alignLive() {
+  if (state.zoom || !Number.isFinite(state.extent[0])) return;
+  state.syncing = true;
+  for (const panel of PANELS) setXRange($(panel.id), state.extent);
+  state.syncing = false;
+}
+
+async function refreshMarkers() {
+  if (!state.host) return;
+  const [runs, events] = await Promise.all([fetchRuns(state.host), fetchEvents(state.host)]);
+  const markers = [...runMarkers(runs), ...eventMarkers(events, runs)];
+  PANELS.forEach((panel, i) => setMarkers($(panel.id), markers, { labels: i === 0 || markers.length < 8 }));
+  $("marker-count").textContent = markers.length ? `${markers.length} markers` : "";
+}
+
+async function refreshHosts() {
+  state.hosts = await fetchHosts();
+  const fetchedAt = Date.now() / 1000;
+  renderHostStrip($("host-strip"), state.hosts, state.host, pickHost);
+  const current = state.hosts.find((h) => h.name === state.host);
+  if (current) {
+    $("host-state").textContent = current.state;
+    $("host-state").className = `badge state-${current.state}`;
+    $("host-error").textContent = current.state !== "up" && current.last_error ? current.last_error : "";
+    renderSources($("sources"), current, fetchedAt);
+    if (current.progress) state.progress = current.progress;
+    renderProgress($("progress"), state.progress, state.latest);
+  }
 }
 
 async function loadHost(host) {
   state.host = host;
-  for (const panel of PANELS) {
-    const element = document.getElementById(panel.id);
-    createChart(element, panel.title, panel.metrics, { threshold: panel.threshold });
-    for (const [index, metric] of panel.metrics.entries()) {
-      const series = await fetchSeries(host, metric);
-      setTrace(element, index, series.points);
-    }
-  }
+  state.zoom = null;
+  state.extent = [Infinity, -Infinity];
+  state.latest = {};
+  state.progress = null;
+  $("host-picker").value = host;
+  history.replaceState(null, "", `#host=${encodeURIComponent(host)}`);
+  for (const panel of PANELS) createChart($(panel.id), panel);
+  for (const panel of PANELS) $(panel.id).on("plotly_relayout", (event) => onRelayout(panel.id, event));
+  updateLiveBadge();
+  await Promise.all([fillCharts(null), refreshHosts()]);
+  alignLive();
+  await refreshMarkers();
 }
+
+function pickHost(host) {
+  if (host !== state.host) state.loading = loadHost(host);
+}
+
+function rangeOf(event) {
+  const a = event["xaxis.range[0]"] ?? event["xaxis.range"]?.[0];
+  const b = event["xaxis.range[1]"] ?? event["xaxis.range"]?.[1];
+  if (a === undefined || b === undefined) return null;
+  return [new Date(a).getTime() / 1000, new Date(b).getTime() / 1000];
+}
+
+// A zoom on any chart: every chart follows, and the window is fetched again at full detail.
+async function onRelayout(sourceId, event) {
+  if (state.syncing) return;
+  if (event["xaxis.autorange"]) {
+    await backToLive();
+    return;
+  }
+  const range = rangeOf(event);
+  if (!range) return;
+  state.zoom = range;
+  updateLiveBadge();
+  state.syncing = true;
+  for (const panel of PANELS) if (panel.id !== sourceId) setXRange($(panel.id), range);
+  state.syncing = false;
+  window.kvwatchZoomFetches += 1;
+  await fillCharts({ since: range[0], until: range[1] });
+  window.kvwatchZoomDone = window.kvwatchZoomFetches;
+}
+
+async function backToLive() {
+  state.zoom = null;
+  updateLiveBadge();
+  await fillCharts(null);
+  alignLive();
+}
+
+function updateLiveBadge() {
+  $("live-badge").textContent = state.zoom ? "paused (zoomed)" : "following live";
+  $("back-to-live").hidden = !state.zoom;
+}
+
+const fetchRate = throttle(async () => {
+  const element = $("chart-completions");
+  const since = lastTime(element, 1);
+  const series = await fetchSeries(state.host, "completion_rate", { since, maxPoints: 500 });
+  if (!state.zoom) extendTrace(element, 1, series.points);
+  if (series.eta) state.progress = series.eta;
+  renderProgress($("progress"), state.progress, state.latest);
+}, 3000);
+const throttledHosts = throttle(refreshHosts, 5000);
+const throttledAlign = throttle(alignLive, 2000);
+const throttledMarkers = throttle(refreshMarkers, 1000);
 
 function onSample({ host, points }) {
   if (host !== state.host) return;
   for (const [metric, values] of Object.entries(points)) {
-    const target = panelFor(metric);
-    if (target) extendTrace(target.element, target.index, values);
+    if (values.length) state.latest[metric] = values.at(-1)[1];
+    noteExtent(values);
+    if (state.zoom) continue;
+    for (const { panel, index } of tracesFor(metric)) extendTrace($(panel.id), index, values);
+    if (metric === "completions") fetchRate();
+  }
+  throttledHosts();
+  throttledAlign();
+}
+
+function onHostEvent(data) {
+  const known = state.hosts.find((h) => h.name === data.host);
+  if (known) Object.assign(known, data);
+  renderHostStrip($("host-strip"), state.hosts, state.host, pickHost);
+  if (data.host === state.host) {
+    $("host-state").textContent = data.state;
+    $("host-state").className = `badge state-${data.state}`;
   }
 }
 
-function onHost({ host, state: hostState }) {
-  if (host === state.host) document.getElementById("host-state").textContent = hostState;
+async function refreshAlerts() {
+  renderAlerts($("alert-banner"), await fetchAlerts(), state.notified);
+}
+
+function setupTheme() {
+  const apply = (theme) => {
+    document.documentElement.dataset.theme = theme;
+    $("theme").textContent = `theme: ${theme}`;
+    for (const panel of PANELS) if ($(panel.id).data) retheme($(panel.id));
+  };
+  const themes = ["auto", "light", "dark"];
+  apply(localStorage.getItem("kvwatch-theme") || "auto");
+  $("theme").addEventListener("click", () => {
+    const next = themes[(themes.indexOf(document.documentElement.dataset.theme) + 1) % themes.length];
+    localStorage.setItem("kvwatch-theme", next);
+    apply(next);
+  });
+  if (!("Notification" in window) || Notification.permission !== "default") $("notify").hidden = true;
+  $("notify").addEventListener("click", async () => {
+    await Notification.requestPermission();
+    $("notify").hidden = true;
+  });
 }
 
 async function main() {
-  const picker = document.getElementById("host-picker");
-  const hosts = await fetchHosts();
-  for (const host of hosts) picker.add(new Option(host.name, host.name));
-  picker.addEventListener("change", () => loadHost(picker.value));
-  if (hosts.length) {
-    document.getElementById("host-state").textContent = hosts[0].state;
-    await loadHost(hosts[0].name);
-  }
-  openStream({ sample: onSample, host: onHost }, (streamState) => {
-    document.getElementById("stream-state").textContent = streamState;
+  setupTheme();
+  const picker = $("host-picker");
+  state.hosts = await fetchHosts();
+  for (const host of state.hosts) picker.add(new Option(host.name, host.name));
+  picker.addEventListener("change", () => pickHost(picker.value));
+  $("back-to-live").addEventListener("click", () => {
+    for (const panel of PANELS) Plotly.relayout($(panel.id), { "xaxis.autorange": true });
   });
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("host");
+  const first = state.hosts.find((h) => h.name === wanted) || state.hosts[0];
+  if (first) await loadHost(first.name);
+  await refreshAlerts();
+  openStream({
+    sample: onSample, host: onHostEvent, event: throttledMarkers, run: throttledMarkers, alert: refreshAlerts,
+  }, (streamState) => {
+    $("stream-state").textContent = streamState;
+    $("stream-state").className = `badge stream-${streamState}`;
+  });
+  setInterval(() => tickFreshness($("sources")), 1000);
   window.kvwatchReady = true;
 }
 

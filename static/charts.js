@@ -1,35 +1,94 @@
-// Plotly only: one chart per panel, fed with [t, v] points (t in epoch seconds).
+// Plotly only: one chart per panel, fed with [t, v] points (t in epoch seconds, plotted as dates).
 
 const WINDOW_POINTS = 10000;
 
-function toDates(points) {
+function cssVar(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+}
+
+function toX(points) {
   return points.map(([t]) => new Date(t * 1000));
 }
 
-export function createChart(element, title, traces, { threshold } = {}) {
-  const layout = {
-    title: { text: title, font: { size: 14 } },
-    margin: { l: 50, r: 20, t: 36, b: 36 },
-    xaxis: { type: "date" },
-    showlegend: traces.length > 1,
-    legend: { orientation: "h" },
-    shapes: threshold === undefined ? [] : [{
-      type: "line", xref: "paper", x0: 0, x1: 1, y0: threshold, y1: threshold,
-      line: { dash: "dot", color: "#c0392b" },
-    }],
+function themed() {
+  const fg = cssVar("--fg");
+  const grid = cssVar("--grid");
+  return {
+    paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg, size: 12 },
+    xaxis: { type: "date", gridcolor: grid, linecolor: grid },
+    yaxis: { gridcolor: grid, zerolinecolor: grid, rangemode: "tozero" },
   };
-  const data = traces.map((name) => ({ x: [], y: [], name, type: "scatter", mode: "lines" }));
-  Plotly.newPlot(element, data, layout, { responsive: true, displaylogo: false });
+}
+
+export function createChart(element, panel) {
+  const theme = themed();
+  const layout = {
+    ...theme,
+    title: { text: panel.title, font: { size: 14 }, x: 0.01, xanchor: "left" },
+    margin: { l: 56, r: panel.traces.some((t) => t.axis === "y2") ? 56 : 16, t: 32, b: 32 },
+    yaxis: { ...theme.yaxis, ...(panel.yrange ? { range: panel.yrange, autorange: false } : {}) },
+    yaxis2: { overlaying: "y", side: "right", showgrid: false, rangemode: "tozero", color: cssVar("--accent2") },
+    showlegend: panel.traces.length > 1,
+    legend: { orientation: "h", x: 1, xanchor: "right", y: 1.12 },
+    hovermode: "x unified",
+    uirevision: "keep",
+  };
+  element.thresholdShapes = panel.threshold === undefined ? [] : [{
+    type: "line", xref: "paper", x0: 0, x1: 1, y0: panel.threshold, y1: panel.threshold,
+    line: { dash: "dot", color: cssVar("--bad"), width: 2 }, name: "threshold",
+  }];
+  layout.shapes = [...element.thresholdShapes];
+  const colors = [cssVar("--accent"), cssVar("--accent2")];
+  const data = panel.traces.map((trace, i) => ({
+    x: [], y: [], name: trace.name, type: "scatter", mode: "lines",
+    yaxis: trace.axis || "y", line: { width: 1.5, color: colors[i % colors.length] },
+  }));
+  Plotly.newPlot(element, data, layout, { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] });
   element.received = 0;
 }
 
 export function setTrace(element, index, points) {
-  Plotly.restyle(element, { x: [toDates(points)], y: [points.map(([, v]) => v)] }, [index]);
+  Plotly.restyle(element, { x: [toX(points)], y: [points.map(([, v]) => v)] }, [index]);
   element.received += points.length;
 }
 
 export function extendTrace(element, index, points) {
   if (!points.length) return;
-  Plotly.extendTraces(element, { x: [toDates(points)], y: [points.map(([, v]) => v)] }, [index], WINDOW_POINTS);
+  Plotly.extendTraces(element, { x: [toX(points)], y: [points.map(([, v]) => v)] }, [index], WINDOW_POINTS);
   element.received += points.length;
+}
+
+export function lastTime(element, index) {
+  const x = element.data?.[index]?.x;
+  return x && x.length ? new Date(x[x.length - 1]).getTime() / 1000 : undefined;
+}
+
+// Markers: a vertical line per run start / server event, labelled at the top of the chart.
+export function setMarkers(element, markers, { labels = true } = {}) {
+  const shapes = [...element.thresholdShapes];
+  const annotations = [];
+  for (const marker of markers) {
+    const x = new Date(marker.t * 1000);
+    shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, name: `marker-${marker.kind}`,
+                  line: { color: cssVar(marker.kind === "failure" ? "--bad" : "--marker"), width: 1.5, dash: "dash" } });
+    if (labels) {
+      annotations.push({ x, xref: "x", yref: "paper", y: 1, yanchor: "bottom", text: marker.label, showarrow: false,
+                         font: { size: 10, color: cssVar("--muted") }, hovertext: marker.detail || marker.label });
+    }
+  }
+  Plotly.relayout(element, { shapes, annotations });
+  element.markerCount = markers.length;
+}
+
+export function setXRange(element, range) {
+  const update = range ? { "xaxis.range": range.map((t) => new Date(t * 1000)), "xaxis.autorange": false }
+                       : { "xaxis.autorange": true };
+  Plotly.relayout(element, update);
+}
+
+export function retheme(element) {
+  const theme = themed();
+  Plotly.relayout(element, { paper_bgcolor: theme.paper_bgcolor, plot_bgcolor: theme.plot_bgcolor,
+                             "font.color": theme.font.color, "xaxis.gridcolor": theme.xaxis.gridcolor,
+                             "yaxis.gridcolor": theme.yaxis.gridcolor });
 }

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api import hosts, series, stream
+from app.api import alerts, compare, events, export, hosts, metrics, runs, series, stream
 
-ROUTERS: tuple[APIRouter, ...] = (hosts.router, series.router, stream.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    hosts.router,
+    series.router,
+    events.router,
+    runs.router,
+    compare.router,
+    alerts.router,
+    export.router,
+    metrics.router,
+    stream.router,
+)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fastapi import APIRouter
 
 from app.api.deps import ServicesDep
+from app.api.derived import eta
 from app.pipeline.heartbeat import stored_health
 
 router = APIRouter(tags=["hosts"])
@@ -14,7 +16,7 @@ router = APIRouter(tags=["hosts"])
 
 @router.get("/api/hosts")
 def list_hosts(services: ServicesDep) -> list[dict[str, Any]]:
-    """Configured hosts, their connection state and per-source health."""
+    """Configured hosts, their connection state, per-source health and completion progress."""
     out = []
     for host in services.config.hosts:
         collector = services.collectors.get(host.name)
@@ -26,6 +28,7 @@ def list_hosts(services: ServicesDep) -> list[dict[str, Any]]:
                 "ssh": host.ssh,
                 "target_completions": host.target_completions,
                 "metrics": services.store.metrics(host.name),
+                "progress": eta(services.store, host.name, host.target_completions, time.time()),
                 **health,
             }
         )

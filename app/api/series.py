@@ -1,17 +1,24 @@
-"""GET /api/series: one metric of one host, downsampled on the server with extremes kept."""
+"""GET /api/series: one metric of one host (or one rank), downsampled on the server, extremes kept.
+
+Wide windows read the rollup buckets instead of every raw sample (see app/store/rollup.py), so a
+month at 1 Hz costs a few thousand rows. `completion_rate` is derived from `completions`.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
-import numpy as np
-from fastapi import APIRouter, Query
-from tsdownsample import MinMaxLTTBDownsampler
+from fastapi import APIRouter, HTTPException, Query
 
 from app.api.deps import ServicesDep, require_host
+from app.api.derived import RATE_WINDOW_S, eta, trailing_rate
+from app.api.points import as_pairs, downsample, read_points, run_window
+from app.services import Services
 
 router = APIRouter(tags=["series"])
 DEFAULT_MAX_POINTS = 2000
+DERIVED = {"completion_rate": "completions"}
 
 
 @router.get("/api/series")
@@ -21,14 +28,48 @@ def get_series(
     metric: str,
     since: float | None = None,
     until: float | None = None,
+    run: str | None = None,
     rank: str = "",
     max_points: Annotated[int, Query(ge=3, le=100_000)] = DEFAULT_MAX_POINTS,
 ) -> dict[str, Any]:
-    """Points `[t, v]` (t in epoch seconds) after `since`, at most `max_points` of them."""
+    """Points `[t, v]` (t in epoch seconds) in (`since`, `until`], at most `max_points` of them.
+
+    `run` limits the window to that run; `rank` (`DP3`, `GPU0`) picks one part instead of the
+    host's aggregate. Completion series also carry `eta` (done, rate, seconds to the target).
+    """
     require_host(services, host)
-    t, v = services.store.series(host, metric, rank=rank, since=since, until=until)
-    if len(t) > max_points:
-        index = MinMaxLTTBDownsampler().downsample(t, v, n_out=max_points)  # type: ignore[no-untyped-call]
-        t, v = t[index], v[index]
-    points = np.column_stack((t, v)).tolist() if len(t) else []
-    return {"host": host, "metric": metric, "rank": rank, "points": points}
+    if run is not None:
+        start, end = run_window(services.store, host, run)
+        since = start if since is None else max(since, start)
+        until = end if until is None else (until if end is None else min(until, end))
+    if since is not None and until is not None and until <= since:
+        raise HTTPException(status_code=422, detail="until must be after since")
+    if metric in DERIVED:
+        points, width = _completion_rate(services, host, rank, since, until, max_points)
+    else:
+        (t, v), width = read_points(services.store, host, metric, rank=rank, since=since, until=until,
+                                    max_points=max_points)
+        points = as_pairs(*downsample(t, v, max_points))
+    out: dict[str, Any] = {"host": host, "metric": metric, "rank": rank, "points": points,
+                           "resolution_s": width}
+    if metric in ("completions", "completion_rate") and not rank:
+        out["eta"] = eta(services.store, host, _target(services, host), time.time())
+    return out
+
+
+def _completion_rate(
+    services: Services, host: str, rank: str, since: float | None, until: float | None, max_points: int
+) -> tuple[list[list[float]], int | None]:
+    # Read one rate window before `since`, so the first returned point already has a full window.
+    ahead = None if since is None else since - RATE_WINDOW_S
+    (t, v), width = read_points(services.store, host, "completions", rank=rank, since=ahead, until=until,
+                                max_points=max_points)
+    rt, rv = trailing_rate(t, v, max(RATE_WINDOW_S, 2.0 * (width or 0)))
+    if since is not None:
+        keep = rt > since
+        rt, rv = rt[keep], rv[keep]
+    return as_pairs(*downsample(rt, rv, max_points)), width
+
+
+def _target(services: Services, host: str) -> int | None:
+    return next((h.target_completions for h in services.config.hosts if h.name == host), None)

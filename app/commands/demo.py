@@ -10,7 +10,9 @@ import webbrowser
 from pathlib import Path
 
 from app.config import Config, HostConfig, ServerConfig
+from app.errors import KvwatchError
 from app.runner import serve
+from simulator.demo import DemoWorld, start_demo_world
 
 NAME = "demo"
 HELP = "run a simulated SGLang server and client locally and show them on the dashboard"
@@ -25,24 +27,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", type=Path, help="where the simulated files go (default: a temp dir)")
 
 
-def demo_config(world: object, workdir: Path) -> Config:
+def demo_config(world: DemoWorld, workdir: Path) -> Config:
     host = HostConfig(
         name="demo",
         ssh="local",
-        server_log=str(world.server_log),  # type: ignore[attr-defined]
-        client_log=str(world.client_log),  # type: ignore[attr-defined]
-        outputs=(world.outputs_glob,),  # type: ignore[attr-defined]
-        target_completions=world.target_completions,  # type: ignore[attr-defined]
-        launch=world.launch,  # type: ignore[attr-defined]
+        server_log=str(world.server_log),
+        client_log=str(world.client_log),
+        outputs=(world.outputs_glob,),
+        target_completions=world.target_completions,
+        launch=world.launch,
     )
     return Config(server=ServerConfig(data_dir=str(workdir), database="kvwatch.db"), hosts=(host,))
 
 
 def run(args: argparse.Namespace) -> int:
-    from simulator.demo import start_demo_world
-
     if args.speed <= 0:
-        raise SystemExit("kvwatch: error: --speed must be positive")
+        raise KvwatchError(f"--speed must be positive, got {args.speed}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kvwatch-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     world = start_demo_world(workdir, speed=args.speed)

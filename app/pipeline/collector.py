@@ -20,7 +20,8 @@ from app.pipeline.health import HostHealth, SourceHealth
 from app.pipeline.rows import RankAggregator, record_rows
 from app.store.base import Batch, Sample, Store
 from collectors.base import CollectorError, HostKeyRejected, Line, Transport
-from collectors.tail import Tail, TailState
+from collectors.tail import Tail
+from collectors.tail_state import TailState
 from parsers import LineParser, Record, create_parser
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,8 @@ class HostCollector:
         if not lines:
             self._flush_idle(followed)
             return False
-        batch = Batch(self.host.name, followed.source, followed.tail.path, state=followed.tail.state.as_dict())
+        state = followed.tail.state
+        batch = Batch(self.host.name, followed.source, followed.tail.path, state=state.as_dict() if state else None)
         records, unparsed = self._to_rows(followed, lines, batch)
         self.store.commit(batch)
         nbytes = sum(len(line.text) + 1 for line in lines)

@@ -48,10 +48,26 @@ class Store(Protocol):
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 
     def events(
-        self, host: str | None = None, kinds: tuple[str, ...] = (), since: float | None = None, limit: int = 1000
+        self, host: str | None = None, kinds: tuple[str, ...] = (),
+        since: float | None = None, limit: int = 1000,
     ) -> list[dict[str, Any]]: ...
 
     def metrics(self, host: str) -> list[str]: ...
+
+    # Rollups: every sample also lands in fixed-width buckets (ROLLUP_WIDTHS) keeping each bucket's
+    # min and max with their times, so a month-wide window reads thousands of rows, not millions.
+    def rollup(
+        self, host: str, metric: str, width: int, rank: str = "",
+        since: float | None = None, until: float | None = None,
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+
+    def extent(self, host: str, metric: str, rank: str = "") -> tuple[float, float] | None: ...
+
+    def latest(self, host: str, metric: str, rank: str = "") -> tuple[float, float] | None: ...
+
+    def ranks(self, host: str, metric: str) -> list[str]: ...
+
+    def prune(self, before: float) -> int: ...
 
     # Documents: small JSON objects other features keep (runs, alert states, restart audit),
     # addressed by (kind, key) and listed by kind and host in time order.

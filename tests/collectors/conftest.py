@@ -1,7 +1,26 @@
-"""The sshd fixture comes from the shared plugin; imported here until tests/conftest.py registers it."""
+"""`transport` runs a test once on this machine's files and once over a real SSH connection: the tail
+must behave identically on both.
+"""
 
 from __future__ import annotations
 
-from tests.fixtures.sshd import sshd
+from collections.abc import Iterator
 
-__all__ = ["sshd"]
+import pytest
+
+from collectors.base import Transport
+from collectors.local import LocalTransport
+from tests.fixtures.sshd import Sshd
+
+
+@pytest.fixture(params=["local", "ssh"])
+def transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
+    if request.param == "local":
+        yield LocalTransport()
+        return
+    server: Sshd = request.getfixturevalue("sshd")
+    remote = server.connect()
+    try:
+        yield remote
+    finally:
+        remote.close()

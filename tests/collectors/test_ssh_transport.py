@@ -97,3 +97,24 @@ def test_ssh_config_alias_and_proxyjump(sshd: Sshd, tmp_path: Path) -> None:
         assert transport.run(["echo", "through the jump"]).stdout == b"through the jump\n"
     finally:
         transport.close()
+
+
+def test_stat_many_and_streaming_catch_up(sshd: Sshd, tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    big.write_bytes(bytes(range(256)) * 40_000)  # 10 MB, every byte value
+    paths = [str(big), str(tmp_path / "missing"), str(tmp_path / "it's $(odd)")]
+    Path(paths[2]).write_text("x")
+    remote = sshd.connect()
+    try:
+        stats = remote.stat_many(paths)
+        assert stats == LocalTransport().stat_many(paths)
+        assert stats[paths[1]] is None
+        chunks, pos = [], 0
+        while pos < big.stat().st_size:  # like the tail: re-read a little before each chunk
+            back = min(pos, 64)
+            data = remote.read(str(big), pos - back, 3_000_000 + back)
+            chunks.append(data[back:])
+            pos += len(data) - back
+        assert b"".join(chunks) == big.read_bytes()
+    finally:
+        remote.close()

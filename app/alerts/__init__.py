@@ -1,0 +1,21 @@
+"""Alerting: rules over the stored series (rules, signals, watches), their state machine (state),
+the engine that keeps states in the store (engine), the webhook (delivery) and the evaluator thread
+the app starts (service: `start_alerting(services)` -> AlertService, `.stop()`)."""
+
+from __future__ import annotations
+
+from app.alerts.engine import AlertEngine, Change
+from app.alerts.rules import DEFAULT_RULES, RuleSpec, rules_for_host, validate_alert_config
+from app.alerts.service import AlertService, alerts_view, start_alerting
+
+__all__ = [
+    "DEFAULT_RULES",
+    "AlertEngine",
+    "AlertService",
+    "Change",
+    "RuleSpec",
+    "alerts_view",
+    "rules_for_host",
+    "start_alerting",
+    "validate_alert_config",
+]

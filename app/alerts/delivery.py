@@ -1,0 +1,151 @@
+"""Webhook delivery: one JSON POST per alert state change, retried with backoff, never duplicated.
+
+The payload is Slack-compatible (`{"text": ...}`, which Slack, Mattermost and most chat hooks
+show) plus structured fields for anything else: `status`, `previous`, `dedup_key`, `alert`.
+
+Only changes to firing and to resolved are sent (pending is for the page). Each change is written
+to an outbox document (kind "alert_delivery", key "host/rule/seq") before it is sent and marked
+sent after a 2xx, so a restart sends what was still pending and never re-sends what was sent.
+The webhook URL may embed a secret (Slack's does): logs name only its scheme and host.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import urlsplit
+
+from app.alerts.engine import Change
+from app.alerts.state import NOTIFIED_STATES
+from app.store.base import Store
+
+log = logging.getLogger(__name__)
+DELIVERY_DOC = "alert_delivery"
+RETRYABLE_STATUS = frozenset({408, 425, 429})
+
+
+class WebhookDelivery:
+    def __init__(
+        self,
+        url: str,
+        store: Store,
+        *,
+        max_attempts: int = 8,
+        backoff_s: float = 1.0,
+        backoff_max_s: float = 60.0,
+        timeout_s: float = 10.0,
+    ) -> None:
+        self.url, self.store = url, store
+        self.max_attempts, self.backoff_s, self.backoff_max_s = max_attempts, backoff_s, backoff_max_s
+        self.timeout_s = timeout_s
+        self._queue: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="alert-webhook", daemon=True)
+        self._known: set[str] = set()
+        self.sent = 0  # counters for /api/hosts-style health and tests
+        self.failed = 0
+
+    @property
+    def target(self) -> str:
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.hostname}"
+
+    def start(self) -> None:
+        """Queue what an earlier run left unsent, then start the sender thread."""
+        for doc in self.store.documents(DELIVERY_DOC):
+            self._known.add(doc["key"])
+            if doc["data"].get("status") == "pending":
+                self._queue.put((doc["key"], doc["host"], doc["data"]))
+        self._thread.start()
+
+    def submit(self, change: Change) -> None:
+        """Called for every change; sends firing and resolved, each (host, rule, seq) once."""
+        if change.alert.state not in NOTIFIED_STATES:
+            return
+        key = f"{change.alert.key}/{change.alert.seq}"
+        if key in self._known:
+            return
+        self._known.add(key)
+        data = {"status": "pending", "attempts": 0, "body": message(change, key)}
+        self.store.put_document(DELIVERY_DOC, key, change.alert.host, time.time(), data)
+        self._queue.put((key, change.alert.host, data))
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._queue.put(None)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def drain(self, timeout: float = 10.0) -> bool:
+        """Wait until everything queued so far was sent or given up (tests, clean shutdown)."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return not self._queue.unfinished_tasks
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                self._deliver(*item)
+            finally:
+                self._queue.task_done()
+
+    def _deliver(self, key: str, host: str, data: dict[str, Any]) -> None:
+        for attempt in range(1, self.max_attempts + 1):
+            if self._stop.is_set():
+                return  # stays "pending" in the outbox: the next start sends it
+            error, retry = self._post(data["body"])
+            data = {**data, "attempts": attempt}
+            if error is None:
+                self.sent += 1
+                self.store.put_document(DELIVERY_DOC, key, host, time.time(), {**data, "status": "sent"})
+                return
+            log.warning("webhook %s: %s: attempt %d failed: %s", self.target, key, attempt, error)
+            if not retry or attempt == self.max_attempts:
+                break
+            delay = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
+            self._stop.wait(delay)
+        self.failed += 1
+        self.store.put_document(DELIVERY_DOC, key, host, time.time(), {**data, "status": "failed"})
+
+    def _post(self, body: dict[str, Any]) -> tuple[str | None, bool]:
+        """(None, _) when accepted; otherwise the error and whether trying again can help."""
+        request = urllib.request.Request(
+            self.url,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "User-Agent": "kvwatch-alerts"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                response.read()
+            return None, False
+        except urllib.error.HTTPError as exc:
+            return f"HTTP {exc.code}", exc.code >= 500 or exc.code in RETRYABLE_STATUS
+        except (urllib.error.URLError, OSError) as exc:
+            return str(getattr(exc, "reason", exc)), True
+
+
+def message(change: Change, dedup_key: str) -> dict[str, Any]:
+    alert = change.payload
+    label = "FIRING" if alert["state"] == "firing" else "RESOLVED"
+    link = alert["link"]
+    chart = f"<{link}|chart>" if link.startswith(("http://", "https://")) else f"chart: {link}"
+    late = " (found in a backlog)" if alert.get("late") else ""
+    return {
+        "text": f"[{label}] {alert['summary']}{late} {chart}",
+        "status": alert["state"],
+        "previous": change.previous,
+        "dedup_key": dedup_key,
+        "alert": alert,
+    }

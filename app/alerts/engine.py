@@ -1,0 +1,262 @@
+"""AlertEngine: evaluates every host's rules over the store and keeps alert states in the store.
+
+- Rules over log lines step on event time, one observation per new sample in log order, so a backlog
+  read after a reconnect plays out exactly as it would have live (changes found in it are `late`).
+  The first evaluation of a rule with no stored state looks back FIRST_LOOKBACK_S of log time: a
+  kvwatch started on an already saturated server fires without replaying days of history.
+- States are documents (kind "alert", key "host/rule"), written on every change and flushed every
+  FLUSH_EVERY_S, so a new engine on the same store carries firing alerts on without a new message.
+- `mute(host)` freezes a host's rules while the controller restarts its server; `unmute(host)` (or
+  the mute running out) re-arms them: open alerts resolve with a note, data logged during the
+  restart is skipped, stale timers restart, and the new run is judged from scratch.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.alerts.rules import RuleSpec
+from app.alerts.signals import SIGNALS, HostReader
+from app.alerts.state import AlertState, Observation, State, force, step
+from app.alerts.text import public
+from app.alerts.watches import WATCHES, Freshness, WatchContext
+from app.config import HostConfig
+from app.pipeline.health import HostHealth
+from app.store.base import Store
+
+log = logging.getLogger(__name__)
+FIRST_LOOKBACK_S = 600.0
+FLUSH_EVERY_S = 10.0
+RESOLVED_RETENTION_S = 900.0  # resolved alerts stay listed this long (Prometheus keeps 15 m too)
+MAX_MUTE_S = 1800.0  # a mute without an end still ends: a crashed controller must not silence a host
+LATE_AFTER_S = 60.0
+ALERT_DOC, MUTE_DOC = "alert", "alert_mute"
+STATE_ORDER = {"firing": 0, "pending": 1, "resolved": 2, "inactive": 3}
+SEVERITY_ORDER = {"page": 0, "warn": 1, "info": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    previous: State
+    alert: AlertState  # a copy, as it was right after the change
+    rule: RuleSpec
+    payload: dict[str, Any]  # the public view (SSE `alert` data, webhook `alert` field)
+
+
+@dataclass(slots=True)
+class Mute:
+    until: float
+    reason: str
+
+
+class AlertEngine:
+    def __init__(
+        self,
+        store: Store,
+        hosts: Sequence[HostConfig],
+        rules: Mapping[str, tuple[RuleSpec, ...]],
+        *,
+        clock: Callable[[], float] = time.time,
+        health: Callable[[str], HostHealth | None] | None = None,
+        on_change: Callable[[Change], None] | None = None,
+        base_url: str = "",
+    ) -> None:
+        self.store, self.clock, self.base_url = store, clock, base_url
+        self.on_change = on_change
+        self.hosts = {h.name: h for h in hosts}
+        self.rules = {name: {r.name: r for r in rules.get(name, ())} for name in self.hosts}
+        self._health = health or (lambda _host: None)
+        self._lock = threading.RLock()
+        now = clock()
+        self._readers = {name: HostReader(store, name) for name in self.hosts}
+        self._fresh = {name: Freshness(started=now) for name in self.hosts}
+        self._alerts = {a.key: a for a in map(AlertState.from_dict, _docs(store, ALERT_DOC))}
+        self._mutes = {
+            d["host"]: Mute(d["until"], d["reason"]) for d in _docs(store, MUTE_DOC) if d["until"] > now
+        }
+        self._dirty: set[str] = set()
+        self._flushed_at = now
+
+    def evaluate(self) -> list[Change]:
+        """One pass over every host; returns the state changes, oldest first per alert."""
+        changes: list[Change] = []
+        with self._lock:
+            now = self.clock()
+            for host in self.hosts:
+                mute = self._mutes.get(host)
+                if mute is not None and mute.until <= now:
+                    changes += self._rearm(host, now)
+                if host in self._mutes:
+                    continue
+                self._fresh[host].refresh(self.store, host, now)
+                for rule in self.rules[host].values():
+                    changes += self._evaluate_rule(host, rule, now)
+            if now - self._flushed_at >= FLUSH_EVERY_S:
+                self.flush()
+        return self._emit(changes)
+
+    def mute(self, host: str, until: float | None = None, reason: str = "controller restart") -> None:
+        """Freeze `host`'s alerts until `until` (epoch seconds, wall clock) or `unmute(host)`."""
+        with self._lock:
+            self._require(host)
+            now = self.clock()
+            mute = Mute(until if until is not None else now + MAX_MUTE_S, reason)
+            self._mutes[host] = mute
+            self.store.put_document(
+                MUTE_DOC, host, host, now, {"host": host, "until": mute.until, "reason": reason}
+            )
+
+    def unmute(self, host: str) -> list[Change]:
+        """End a mute and re-arm the host's rules; returns the changes that re-arming made."""
+        with self._lock:
+            self._require(host)
+            changes = self._rearm(host, self.clock()) if host in self._mutes else []
+        return self._emit(changes)
+
+    def muted(self, host: str) -> Mute | None:
+        with self._lock:
+            return copy.copy(self._mutes.get(host))
+
+    def snapshot(
+        self, host: str | None = None, retention_s: float = RESOLVED_RETENTION_S
+    ) -> list[dict[str, Any]]:
+        """Alerts a person should see: pending and firing, and resolved ones for `retention_s`."""
+        with self._lock:
+            now = self.clock()
+            shown = [
+                a
+                for a in self._alerts.values()
+                if (host is None or a.host == host) and a.host in self.hosts and visible(a, now, retention_s)
+            ]
+            items = [self._public(a) for a in shown]
+        return sort_alerts(items)
+
+    def flush(self) -> None:
+        with self._lock:
+            for key in sorted(self._dirty):
+                self._persist(self._alerts[key])
+            self._dirty.clear()
+            self._flushed_at = self.clock()
+
+    def _emit(self, changes: list[Change]) -> list[Change]:
+        # Outside the lock: a slow subscriber must not hold up mute() or the API.
+        if self.on_change is not None:
+            for change in changes:
+                try:
+                    self.on_change(change)
+                except Exception:  # one failing subscriber must not lose the other changes
+                    log.exception("alert %s: delivering the change failed", change.alert.key)
+        return changes
+
+    def _evaluate_rule(self, host: str, rule: RuleSpec, now: float) -> list[Change]:
+        alert = self._alert(host, rule.name)
+        if not rule.enabled:
+            return self._forced(alert, rule, now, "rule disabled")
+        if rule.clock == "wall":
+            context = WatchContext(self.hosts[host], self._fresh[host], self._health(host), now)
+            seen = WATCHES[rule.kind](context, rule)
+            observations = [] if seen is None else [seen]
+        else:
+            start = alert.evaluated_to if alert.evaluated_to is not None else self._first_start(host)
+            if start is None:
+                return []
+            observations = SIGNALS[rule.kind](self._readers[host], rule, start)
+        return self._apply(alert, rule, observations, now)
+
+    def _apply(
+        self, alert: AlertState, rule: RuleSpec, observations: list[Observation], now: float
+    ) -> list[Change]:
+        changes = []
+        newest = observations[-1].t if observations else 0.0
+        for obs in observations:
+            previous = alert.state
+            if step(alert, obs, rule.for_s, rule.keep_firing_for_s):
+                alert.late = rule.clock == "event" and newest - obs.t > LATE_AFTER_S
+                changes.append(self._changed(alert, rule, previous, now))
+        if observations:
+            self._dirty.add(alert.key)
+        return changes
+
+    def _rearm(self, host: str, now: float) -> list[Change]:
+        reason = self._mutes.pop(host).reason
+        fresh = self._fresh[host]
+        fresh.refresh(self.store, host, now)
+        fresh.rearm(now)
+        latest = fresh.marks.get("token_usage")
+        # Everything logged up to now belongs to the old run or the restart itself: windows, the
+        # steady state and event counts of the new run start after it.
+        reader = self._readers[host]
+        reader.cache.clear()
+        reader.floor = max(latest or 0.0, fresh.marks.get("events") or 0.0) or None
+        doc = {"host": host, "until": 0.0, "reason": reason, "armed_at": reader.floor}
+        self.store.put_document(MUTE_DOC, host, host, now, doc)
+        changes = []
+        for rule in self.rules[host].values():
+            alert = self._alert(host, rule.name)
+            t = now if rule.clock == "wall" else (latest if latest is not None else alert.evaluated_to or now)
+            changes += self._forced(alert, rule, t, f"re-armed after {reason}", when=now)
+            alert.evaluated_to = latest if rule.clock == "event" else alert.evaluated_to
+            self._dirty.add(alert.key)
+        return changes
+
+    def _forced(
+        self, alert: AlertState, rule: RuleSpec, t: float, note: str, when: float | None = None
+    ) -> list[Change]:
+        previous = alert.state
+        if not force(alert, t, note):
+            return []
+        alert.late = False
+        return [self._changed(alert, rule, previous, self.clock() if when is None else when)]
+
+    def _changed(self, alert: AlertState, rule: RuleSpec, previous: State, now: float) -> Change:
+        alert.changed_wall = now
+        self._persist(alert)
+        log.info("alert %s: %s -> %s (value %s)", alert.key, previous, alert.state, alert.value)
+        return Change(previous, copy.copy(alert), rule, self._public(alert))
+
+    def _first_start(self, host: str) -> float | None:
+        marks = self._fresh[host].marks
+        latest = marks.get("token_usage") or marks.get("events")
+        return None if latest is None else latest - FIRST_LOOKBACK_S
+
+    def _alert(self, host: str, rule: str) -> AlertState:
+        key = f"{host}/{rule}"
+        if key not in self._alerts:
+            self._alerts[key] = AlertState(rule=rule, host=host)
+        return self._alerts[key]
+
+    def _public(self, alert: AlertState) -> dict[str, Any]:
+        rule = self.rules.get(alert.host, {}).get(alert.rule)
+        return public(alert, rule, muted=alert.host in self._mutes, base_url=self.base_url)
+
+    def _persist(self, alert: AlertState) -> None:
+        t = alert.since if alert.since is not None else 0.0
+        self.store.put_document(ALERT_DOC, alert.key, alert.host, t, alert.to_dict())
+        self._dirty.discard(alert.key)
+
+    def _require(self, host: str) -> None:
+        if host not in self.hosts:
+            raise KeyError(f"unknown host {host!r}")
+
+
+def sort_alerts(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Firing first, then pending, then resolved; pages before warnings; newest first."""
+    items.sort(key=lambda a: -(a["since"] or 0.0))
+    items.sort(key=lambda a: (STATE_ORDER.get(a["state"], 9), SEVERITY_ORDER.get(a["severity"], 9)))
+    return items
+
+
+def visible(alert: AlertState, now: float, retention_s: float) -> bool:
+    if alert.state in ("pending", "firing"):
+        return True
+    return alert.state == "resolved" and now - (alert.changed_wall or 0.0) <= retention_s
+
+
+def _docs(store: Store, kind: str) -> list[dict[str, Any]]:
+    return [doc["data"] for doc in store.documents(kind)]

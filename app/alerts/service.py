@@ -1,0 +1,120 @@
+"""The running alerting: an evaluator thread, the SSE `alert` events and the webhook.
+
+`start_alerting(services)` builds the rules from the config, the engine on the services' store and
+bus, the webhook from `[server] webhook`, and starts evaluating every `interval` seconds (1 s: a
+state change reaches the page within about a second of the record that caused it being committed).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from app.alerts.delivery import WebhookDelivery
+from app.alerts.engine import ALERT_DOC, RESOLVED_RETENTION_S, AlertEngine, Change, Mute, sort_alerts, visible
+from app.alerts.rules import rules_for_host
+from app.alerts.state import AlertState
+from app.alerts.text import public
+from app.pipeline.health import HostHealth
+
+if TYPE_CHECKING:
+    from app.services import Services
+
+log = logging.getLogger(__name__)
+EVALUATE_EVERY_S = 1.0
+
+
+class AlertService:
+    def __init__(
+        self, engine: AlertEngine, delivery: WebhookDelivery | None, interval: float = EVALUATE_EVERY_S
+    ):
+        self.engine, self.delivery, self.interval = engine, delivery, interval
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="alerts", daemon=True)
+
+    def start(self) -> None:
+        if self.delivery is not None:
+            self.delivery.start()
+        self._thread.start()
+
+    def poke(self) -> None:
+        """Evaluate now rather than at the next tick (e.g. right after new samples were committed)."""
+        self._wake.set()
+
+    def mute(self, host: str, until: float | None = None, reason: str = "controller restart") -> None:
+        self.engine.mute(host, until, reason)
+
+    def unmute(self, host: str) -> list[Change]:
+        return self.engine.unmute(host)
+
+    def muted(self, host: str) -> Mute | None:
+        return self.engine.muted(host)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self.engine.flush()
+        if self.delivery is not None:
+            self.delivery.stop(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.engine.evaluate()
+            except Exception:  # the boundary: a store hiccup must not end alerting for good
+                log.exception("alert evaluation failed; retrying at the next tick")
+            self._wake.wait(self.interval)
+            self._wake.clear()
+
+
+def start_alerting(
+    services: Services, *, interval: float = EVALUATE_EVERY_S, base_url: str | None = None
+) -> AlertService:
+    """Build and start alerting for `services`; the caller stops it (before closing the store)."""
+    config = services.config
+    rules = {host.name: rules_for_host(config, host) for host in config.hosts}
+    delivery = WebhookDelivery(config.server.webhook, services.store) if config.server.webhook else None
+
+    def publish(change: Change) -> None:
+        services.bus.publish("alert", change.payload)
+        if delivery is not None:
+            delivery.submit(change)
+
+    engine = AlertEngine(
+        services.store,
+        config.hosts,
+        rules,
+        health=lambda host: _health(services, host),
+        on_change=publish,
+        base_url=base_url if base_url is not None else f"http://{config.server.host}:{config.server.port}",
+    )
+    service = AlertService(engine, delivery, interval)
+    service.start()
+    return service
+
+
+def alerts_view(
+    services: Services, host: str | None = None, retention_s: float = RESOLVED_RETENTION_S
+) -> list[dict[str, Any]]:
+    """GET /api/alerts: the running engine's view, or the stored states when alerting is not running."""
+    running: AlertService | None = getattr(services, "alerts", None)
+    if running is not None:
+        return running.engine.snapshot(host, retention_s)
+    now = time.time()
+    rules = {h.name: {r.name: r for r in rules_for_host(services.config, h)} for h in services.config.hosts}
+    items = []
+    for doc in services.store.documents(ALERT_DOC, host):
+        alert = AlertState.from_dict(doc["data"])
+        if visible(alert, now, retention_s) and alert.host in rules:
+            items.append(public(alert, rules[alert.host].get(alert.rule)))
+    return sort_alerts(items)
+
+
+def _health(services: Services, host: str) -> HostHealth | None:
+    collector = services.collectors.get(host)
+    return None if collector is None else collector.health

@@ -1,0 +1,47 @@
+"""Series computed from stored ones: completions per second, and the ETA to a target count."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from app.store.base import Store
+
+RATE_WINDOW_S = 60.0  # trailing window for completion_rate: output files grow in bursts
+ETA_WINDOW_S = 600.0  # the recent pace the ETA assumes
+
+
+def trailing_rate(
+    t: npt.NDArray[np.float64], v: npt.NDArray[np.float64], window: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per-second increase of a cumulative count over the trailing `window`, at each sample.
+
+    A drop (files rotated, counts restarted) would read as a negative rate; it is clipped to zero.
+    """
+    if len(t) < 2:
+        return np.empty(0), np.empty(0)
+    start = np.searchsorted(t, t - window, side="left")
+    elapsed = t - t[start]
+    usable = elapsed > 0
+    rate = np.clip((v[usable] - v[start][usable]) / elapsed[usable], 0.0, None)
+    return np.ascontiguousarray(t[usable]), np.ascontiguousarray(rate)
+
+
+def eta(store: Store, host: str, target: int | None, now: float) -> dict[str, Any] | None:
+    """Done so far, recent pace and when `target` completions will be reached at that pace."""
+    last = store.latest(host, "completions")
+    if last is None:
+        return None
+    t, v = store.series(host, "completions", since=last[0] - ETA_WINDOW_S)
+    rate = float((v[-1] - v[0]) / (t[-1] - t[0])) if len(t) >= 2 and t[-1] > t[0] else 0.0
+    rate = max(rate, 0.0)
+    done = last[1]
+    out: dict[str, Any] = {"done": done, "target": target, "rate_per_s": rate, "eta_s": None, "eta_at": None}
+    if target is not None and rate > 0 and done < target:
+        out["eta_s"] = (target - done) / rate
+        out["eta_at"] = now + out["eta_s"]
+    elif target is not None and done >= target:
+        out["eta_s"] = 0.0
+    return out

@@ -1,0 +1,129 @@
+"""GET /metrics: current values and collection health in Prometheus text, for a Prometheus scrape.
+
+A custom collector reads the store's latest samples and the collectors' health at scrape time, so
+nothing is kept twice. The classic text format is served (promtool lints OpenMetrics output).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi import APIRouter, Response
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.registry import Collector
+
+from app.api.deps import ServicesDep
+from app.api.derived import eta
+from app.services import Services
+
+router = APIRouter(tags=["metrics"])
+
+# store metric -> (exposed name, help, factor). Host-level series: DP ranks already combined.
+HOST_GAUGES: tuple[tuple[str, str, str, float], ...] = (
+    ("token_usage", "kvwatch_token_usage", "KV cache token usage (0-1), max over DP ranks", 1.0),
+    ("running_req", "kvwatch_running_requests", "Requests running in the server", 1.0),
+    ("queue_req", "kvwatch_queued_requests", "Requests waiting in the server queue", 1.0),
+    ("gen_throughput", "kvwatch_gen_throughput_tokens_per_second", "Generation throughput", 1.0),
+    ("input_throughput", "kvwatch_input_throughput_tokens_per_second", "Prefill input throughput", 1.0),
+    ("token", "kvwatch_tokens_in_use", "KV cache tokens in use", 1.0),
+    ("completions", "kvwatch_completions", "Completed requests counted in the output files", 1.0),
+)
+GPU_GAUGES: tuple[tuple[str, str, str, float], ...] = (
+    ("gpu_util_pct", "kvwatch_gpu_utilization_percent", "GPU utilisation from nvidia-smi", 1.0),
+    ("gpu_mem_used_mib", "kvwatch_gpu_memory_used_bytes", "GPU memory used from nvidia-smi", 1024.0 * 1024.0),
+)
+SOURCE_COUNTERS = (
+    ("lines", "kvwatch_source_lines", "Lines read from the source"),
+    ("bytes", "kvwatch_source_bytes", "Bytes read from the source"),
+    ("records", "kvwatch_source_records", "Records parsed from the source"),
+    ("unparsed", "kvwatch_source_unparsed_lines", "Lines of the source no parser understood"),
+)
+
+
+class KvwatchCollector(Collector):
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._values()
+        yield from self._gpus()
+        yield from self._health()
+        yield from self._progress()
+
+    def _values(self) -> Iterator[Metric]:
+        store = self.services.store
+        for metric, name, help_text, factor in HOST_GAUGES:
+            family = GaugeMetricFamily(name, help_text, labels=["host"])
+            for host in self.services.config.hosts:
+                latest = store.latest(host.name, metric)
+                if latest is not None:
+                    family.add_metric([host.name], latest[1] * factor)
+            yield family
+        stamp = GaugeMetricFamily("kvwatch_last_sample_timestamp_seconds",
+                                  "Time of the newest stored sample of the host", labels=["host"])
+        for host in self.services.config.hosts:
+            times = [latest[0] for m in ("token_usage", "gen_throughput", "completions")
+                     if (latest := store.latest(host.name, m)) is not None]
+            if times:
+                stamp.add_metric([host.name], max(times))
+        yield stamp
+
+    def _gpus(self) -> Iterator[Metric]:
+        store = self.services.store
+        for metric, name, help_text, factor in GPU_GAUGES:
+            family = GaugeMetricFamily(name, help_text, labels=["host", "gpu"])
+            for host in self.services.config.hosts:
+                for rank in store.ranks(host.name, metric):
+                    latest = store.latest(host.name, metric, rank) if rank.startswith("GPU") else None
+                    if latest is not None:
+                        family.add_metric([host.name, rank.removeprefix("GPU")], latest[1] * factor)
+            yield family
+
+    def _health(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("kvwatch_host_up", "1 while the host's collector is connected",
+                               labels=["host"])
+        reconnects = CounterMetricFamily("kvwatch_host_reconnects", "Reconnect attempts", labels=["host"])
+        counters = {key: CounterMetricFamily(name, text, labels=["host", "source"])
+                    for key, name, text in SOURCE_COUNTERS}
+        age = GaugeMetricFamily("kvwatch_source_last_line_age_seconds",
+                                "Seconds since the source's last line", labels=["host", "source"])
+        for host in self.services.config.hosts:
+            collector = self.services.collectors.get(host.name)
+            health: dict[str, Any] = (
+                collector.health.as_dict() if collector else {"state": "stopped", "sources": {}}
+            )
+            up.add_metric([host.name], 1.0 if health["state"] == "up" else 0.0)
+            reconnects.add_metric([host.name], float(health.get("reconnects", 0)))
+            for source, item in health["sources"].items():
+                for key, family in counters.items():
+                    family.add_metric([host.name, source], float(item[key]))
+                if item.get("last_line_age_s") is not None:
+                    age.add_metric([host.name, source], float(item["last_line_age_s"]))
+        yield from (up, reconnects, *counters.values(), age)
+
+    def _progress(self) -> Iterator[Metric]:
+        rate = GaugeMetricFamily("kvwatch_completions_per_second", "Recent completion rate", labels=["host"])
+        remaining = GaugeMetricFamily("kvwatch_eta_seconds",
+                                      "Seconds until target_completions at the recent rate", labels=["host"])
+        now = time.time()
+        for host in self.services.config.hosts:
+            progress = eta(self.services.store, host.name, host.target_completions, now)
+            if progress is None:
+                continue
+            rate.add_metric([host.name], progress["rate_per_s"])
+            if progress["eta_s"] is not None:
+                remaining.add_metric([host.name], progress["eta_s"])
+        yield from (rate, remaining)
+
+
+@router.get("/metrics", response_class=Response)
+def metrics(services: ServicesDep) -> Response:
+    """Prometheus text exposition (format 0.0.4)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(KvwatchCollector(services))
+    # 0.0.4 is what every Prometheus 2.x scrapes; our names are legacy-valid, so the body is the same.
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_PLAIN_0_0_4)

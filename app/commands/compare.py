@@ -1,0 +1,100 @@
+"""`kvwatch compare`: the comparison table from the store, or straight from server logs after the fact.
+
+kvwatch compare LOG_A LOG_B [--baseline ID]          # parse the logs offline; every run in them
+kvwatch compare --config kvwatch.toml --runs ID,ID   # runs already collected
+kvwatch compare --database kvwatch.db --host gpu1 --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from app.compare import DEFAULT_MIN_STEADY_S, compare_runs, parse_window, render
+from app.config import load_config
+from app.errors import KvwatchError
+from app.runner import database_path
+from app.runs import RUN_DOC, Run, find_runs, list_runs
+from app.store import Store, open_store
+
+NAME = "compare"
+HELP = "compare runs on their steady state (from the store, or straight from server log files)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("logs", nargs="*", type=Path, metavar="LOG", help="server logs to parse offline")
+    parser.add_argument("--config", "-c", type=Path, help="kvwatch.toml whose store to read")
+    parser.add_argument("--database", help="SQLite path or postgresql:// URL (instead of --config)")
+    parser.add_argument("--host", help="the host whose runs to compare (default: every host)")
+    parser.add_argument("--runs", help="run ids, comma-separated (default: every run found)")
+    parser.add_argument("--baseline", help="run id the changes are measured against (default: the first)")
+    parser.add_argument(
+        "--window",
+        action="append",
+        default=[],
+        metavar="RUN_ID:FROM:TO",
+        help="set a run's steady window by hand, in seconds after its start (repeatable)",
+    )
+    parser.add_argument(
+        "--min-steady",
+        type=float,
+        default=DEFAULT_MIN_STEADY_S,
+        metavar="SECONDS",
+        help=f"shortest steady window worth a number (default {DEFAULT_MIN_STEADY_S:.0f})",
+    )
+    parser.add_argument("--format", "-f", choices=["markdown", "csv", "json"], default="markdown")
+    parser.add_argument("--output", "-o", type=Path, help="write here instead of stdout")
+    parser.add_argument("--list", action="store_true", help="list the runs found instead of comparing")
+
+
+def _open(args: argparse.Namespace) -> tuple[Store, list[str]]:
+    if args.logs:
+        if args.config or args.database:
+            raise KvwatchError("compare: give log files or --config/--database, not both")
+        from app.compare.offline import load_logs
+
+        return load_logs(list(args.logs))
+    if args.database:
+        store = open_store(args.database)
+        hosts = sorted({d["host"] for d in store.documents(RUN_DOC)})
+    elif args.config:
+        config = load_config(args.config)
+        store, hosts = open_store(database_path(config)), [h.name for h in config.hosts]
+    else:
+        raise KvwatchError("compare: give server log files, or --config FILE or --database DB")
+    return store, hosts
+
+
+def _runs(store: Store, hosts: list[str], args: argparse.Namespace) -> list[Run]:
+    if args.host:
+        hosts = [args.host]
+    if not hosts:
+        raise KvwatchError("compare: no host known in this store; name one with --host")
+    if args.runs:
+        ids = [i.strip() for i in args.runs.split(",") if i.strip()]
+        try:
+            return find_runs(store, hosts, ids)
+        except KeyError as exc:
+            raise KvwatchError(f"--runs: unknown run {exc.args[0]!r} (see --list)") from None
+    return [run for host in hosts for run in list_runs(store, host)]
+
+
+def run(args: argparse.Namespace) -> int:
+    store, hosts = _open(args)
+    try:
+        runs = _runs(store, hosts, args)
+        if args.list:
+            text = "".join(f"{r.id}\t{r.state}\t{' '.join(f'--{k} {v}' for k, v in r.flags.items())}\n" for r in runs)
+        else:
+            windows = dict(parse_window(w) for w in args.window)
+            _, result = compare_runs(store, runs, args.baseline, windows, args.min_steady)
+            text = json.dumps(result, indent=2) + "\n" if args.format == "json" else render(result, args.format)
+    finally:
+        store.close()
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,20 @@
+"""Comparing runs on their steady state: window detection, time-weighted statistics, the table.
+
+Modules: grid (time-weighting), steady (warm-up cut), stats (bootstrap), runstats (one run from the
+store), table (the comparison dict), render (Markdown, CSV), report (entry points), offline (logs).
+"""
+
+from __future__ import annotations
+
+from app.compare.report import compare_runs, overlay, parse_window, render
+from app.compare.runstats import DEFAULT_MIN_STEADY_S, RunStats, compute_run_stats
+
+__all__ = [
+    "DEFAULT_MIN_STEADY_S",
+    "RunStats",
+    "compare_runs",
+    "compute_run_stats",
+    "overlay",
+    "parse_window",
+    "render",
+]

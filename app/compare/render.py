@@ -1,0 +1,114 @@
+"""The comparison as Markdown (the shape of the table in the-run-it-serves.md: one row per config,
+one column per metric) and as CSV (tidy: one row per metric and run)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+NOT_ENOUGH = "not enough steady data yet"
+MARKDOWN_METRICS = (
+    "max_total_num_tokens",
+    "running_req",
+    "token_usage",
+    "queue_req",
+    "gen_throughput",
+    "completion_rate",
+)
+CSV_COLUMNS = (
+    "metric",
+    "label",
+    "unit",
+    "run",
+    "config",
+    "value",
+    "p5",
+    "p95",
+    "ci_low",
+    "ci_high",
+    "change_pct",
+    "within_noise",
+    "status",
+)
+
+
+def number(value: float, unit: str) -> str:
+    if unit == "tokens" and abs(value) >= 10_000:
+        return f"{value / 1000:.0f}K"
+    if unit == "ratio":
+        return f"{value:.2f}"
+    if unit == "1/s":
+        return f"{value:.3g}"
+    if unit == "requests" and not float(value).is_integer():
+        return f"{value:.1f}"
+    return f"{value:.0f}"
+
+
+def cell(row: dict[str, Any], i: int, baseline: int) -> str:
+    value = row["values"][i]
+    if value is None:
+        return NOT_ENOUGH if row["status"][i] in ("settling", "too_short") else "n/a"
+    text = number(value, row["unit"])
+    if row["p5"][i] is not None and not math.isclose(row["p5"][i], row["p95"][i]):
+        text += f" ({number(row['p5'][i], row['unit'])}-{number(row['p95'][i], row['unit'])})"
+    change, base = row["change_pct"][i], row["values"][baseline]
+    if i != baseline and change is not None:
+        text += f" {change:+.0f}%"
+    elif i != baseline and base == 0:
+        text += f" (+{number(value, row['unit'])} vs 0)" if value > 0 else ""
+    if row["within_noise"][i]:
+        text += " ≈"
+    return text
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    rows = {row["metric"]: row for row in result["rows"]}
+    shown = [rows[m] for m in MARKDOWN_METRICS if m in rows]
+    baseline = next(i for i, r in enumerate(result["runs"]) if r["id"] == result["baseline"])
+    lines = ["| config | " + " | ".join(r["label"] for r in shown) + " |", "|---|" + "---|" * len(shown)]
+    for i, run in enumerate(result["runs"]):
+        label = ("baseline: " if i == baseline else "") + run["label"].replace("|", "\\|")
+        lines.append(f"| {label} | " + " | ".join(cell(r, i, baseline) for r in shown) + " |")
+    lines += [
+        "",
+        "Cells: steady-state median (p5-p95), then change vs the baseline; ≈ = within noise "
+        "(the 95% block-bootstrap interval of the difference contains 0).",
+    ]
+    for run in result["runs"]:
+        steady = run["steady"]
+        where = (
+            f"steady {steady['start_offset_s'] / 60:.1f}-{steady['end_offset_s'] / 60:.1f} min after start"
+            f" ({'auto' if steady['auto'] else 'by hand'})"
+        )
+        note = steady["message"] if steady["status"] != "steady" else where
+        lines.append(f"- {run['label']} (`{run['id']}`): {note}")
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(result: dict[str, Any]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in result["rows"]:
+        for i, run in enumerate(result["runs"]):
+            ci = row["ci"][i] or [None, None]
+            writer.writerow(
+                [
+                    row["metric"],
+                    row["label"],
+                    row["unit"],
+                    run["id"],
+                    run["label"],
+                    row["values"][i],
+                    row["p5"][i],
+                    row["p95"][i],
+                    ci[0],
+                    ci[1],
+                    row["change_pct"][i],
+                    row["within_noise"][i],
+                    row["status"][i],
+                ]
+            )
+    return out.getvalue()

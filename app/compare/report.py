@@ -1,0 +1,83 @@
+"""Entry points: compare runs from a store (JSON, Markdown, CSV), and their overlay series."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from tsdownsample import MinMaxLTTBDownsampler
+
+from app.compare.render import to_csv, to_markdown
+from app.compare.runstats import DEFAULT_MIN_STEADY_S, RunStats, compute_run_stats
+from app.compare.table import comparison
+from app.errors import KvwatchError
+from app.runs.model import Run
+from app.store.base import Store
+
+Align = Literal["start", "steady"]
+Window = tuple[float, float | None]  # seconds after the run's start; None: to the end
+
+
+def parse_window(text: str) -> tuple[str, Window]:
+    """`RUN_ID:FROM:TO` (seconds after the run's start, TO may be empty) -> (run id, window)."""
+    try:
+        run, low, high = text.rsplit(":", 2)
+        window = (float(low or 0), float(high) if high else None)
+    except ValueError:
+        raise KvwatchError(f"window {text!r}: expected RUN_ID:FROM:TO in seconds after the run's start") from None
+    if window[0] < 0 or (window[1] is not None and window[1] <= window[0]):
+        raise KvwatchError(f"window {text!r}: FROM must be >= 0 and below TO")
+    return run, window
+
+
+def compare_runs(
+    store: Store,
+    runs: list[Run],
+    baseline: str | None = None,
+    windows: dict[str, Window] | None = None,
+    min_steady_s: float = DEFAULT_MIN_STEADY_S,
+) -> tuple[list[RunStats], dict[str, Any]]:
+    if not runs:
+        raise KvwatchError("compare: no runs to compare")
+    ids = [run.id for run in runs]
+    if baseline is not None and baseline not in ids:
+        raise KvwatchError(f"baseline {baseline!r} is not one of the compared runs ({', '.join(ids)})")
+    unknown = set(windows or {}) - set(ids)
+    if unknown:
+        raise KvwatchError(f"window for {sorted(unknown)[0]!r}: not one of the compared runs")
+    stats = [compute_run_stats(store, run, (windows or {}).get(run.id), min_steady_s) for run in runs]
+    return stats, comparison(stats, ids.index(baseline) if baseline else 0)
+
+
+def render(result: dict[str, Any], fmt: str) -> str:
+    if fmt == "markdown":
+        return to_markdown(result)
+    if fmt == "csv":
+        return to_csv(result)
+    raise KvwatchError(f"format {fmt!r}: expected json, markdown or csv")
+
+
+def overlay(
+    store: Store, stats: list[RunStats], metrics: list[str], align: Align = "start", max_points: int = 1000
+) -> dict[str, Any]:
+    """Each run's series with x in seconds after its start (or after its steady window's start)."""
+    series: dict[str, list[dict[str, Any]]] = {}
+    for metric in metrics:
+        entries = series.setdefault(metric, [])
+        for stat in stats:
+            run = stat.run
+            zero = run.started_at if align == "start" else stat.window.start
+            t, v = store.series(run.host, metric, since=run.started_at, until=stat.end)
+            if len(t) > max_points:
+                index = MinMaxLTTBDownsampler().downsample(t, v, n_out=max_points)  # type: ignore[no-untyped-call]
+                t, v = t[index], v[index]
+            points = np.column_stack((t - zero, v)).tolist() if len(t) else []
+            entries.append(
+                {
+                    "run": run.id,
+                    "zero": zero,
+                    "steady": [stat.window.start - zero, stat.window.end - zero],
+                    "points": points,
+                }
+            )
+    return {"align": align, "series": series}

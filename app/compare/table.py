@@ -1,0 +1,128 @@
+"""The comparison: rows = metrics, one column per run, change in % against a baseline run, the flag
+diff, and a marker where a difference is within noise. This dict is the body of GET /api/compare."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.compare.runstats import RunStats
+from app.compare.stats import Summary, within_noise
+from app.runs.model import Run
+
+RowKind = Literal["capacity", "level", "rate"]
+
+
+@dataclass(frozen=True, slots=True)
+class RowSpec:
+    metric: str
+    label: str  # the column heading of the-run-it-serves.md's table
+    kind: RowKind
+    unit: str
+
+
+ROWS = (
+    RowSpec("max_total_num_tokens", "GPU KV tokens (max_total_num_tokens)", "capacity", "tokens"),
+    RowSpec("max_running_requests", "max running requests", "capacity", "requests"),
+    RowSpec("running_req", "concurrent decode reqs", "level", "requests"),
+    RowSpec("token_usage", "token usage", "level", "ratio"),
+    RowSpec("queue_req", "queue", "level", "requests"),
+    RowSpec("gen_throughput", "gen tok/s", "level", "tokens/s"),
+    RowSpec("completion_rate", "completions/s", "rate", "1/s"),
+)
+
+
+def flag_diff(runs: list[Run]) -> list[dict[str, Any]]:
+    """Flags whose value is not the same in every run (missing counts as None), in the order logged."""
+    names = list(dict.fromkeys(name for run in runs for name in run.flags))
+    diff = []
+    for name in names:
+        values = [run.flags.get(name) for run in runs]
+        if any(v != values[0] for v in values[1:]):
+            diff.append({"flag": name, "values": values})
+    return diff
+
+
+def config_label(index: int, runs: list[Run], diff: list[dict[str, Any]]) -> str:
+    """`--mem-fraction-static 0.88 --enable-hierarchical-cache` from the flags that differ."""
+    parts = []
+    for entry in diff:
+        value = entry["values"][index]
+        if value is None or value is False:
+            continue
+        parts.append(f"--{entry['flag']}" if value is True else f"--{entry['flag']} {value}")
+    return " ".join(parts) or runs[index].id
+
+
+def _capacity(stats: RunStats, metric: str) -> float | None:
+    value = stats.run.capacity.get(metric)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _summary(stats: RunStats, spec: RowSpec) -> Summary | None:
+    return stats.rate if spec.kind == "rate" else stats.levels.get(spec.metric)
+
+
+def _change(value: float | None, base: float | None) -> float | None:
+    if value is None or base is None or base == 0:
+        return None
+    return (value - base) / abs(base) * 100.0
+
+
+def build_row(spec: RowSpec, stats: list[RunStats], baseline: int) -> dict[str, Any]:
+    if spec.kind == "capacity":
+        values = [_capacity(s, spec.metric) for s in stats]
+        summaries: list[Summary | None] = [None] * len(stats)
+        noise: list[bool | None] = [
+            None if v is None or values[baseline] is None else v == values[baseline] for v in values
+        ]
+        status = ["exact" if v is not None else "unknown" for v in values]
+    else:
+        summaries = [_summary(s, spec) for s in stats]
+        values = [s.value if s is not None else None for s in summaries]
+        base = summaries[baseline]
+        noise = [within_noise(s, base) if s is not None and base is not None else None for s in summaries]
+        status = [
+            s.window.status if not s.window.ok else ("steady" if summ is not None else "no_data")
+            for s, summ in zip(stats, summaries, strict=True)
+        ]
+    row: dict[str, Any] = {
+        "metric": spec.metric,
+        "label": spec.label,
+        "unit": spec.unit,
+        "kind": spec.kind,
+        "values": values,
+        "change_pct": [_change(v, values[baseline]) for v in values],
+        "within_noise": [None if i == baseline else n for i, n in enumerate(noise)],
+        "status": status,
+        "p5": [s.p5 if s else None for s in summaries],
+        "p95": [s.p95 if s else None for s in summaries],
+        "ci": [[s.ci_low, s.ci_high] if s else None for s in summaries],
+    }
+    if spec.kind == "rate":
+        row["source"] = [s.rate_source for s in stats]
+    return row
+
+
+def run_entry(stats: RunStats, label: str) -> dict[str, Any]:
+    run = stats.run
+    return {
+        **run.as_dict(),
+        "label": label,
+        "data_end": stats.end,
+        "steady": stats.window.as_dict(run.started_at),
+        "grid_step_s": stats.step,
+    }
+
+
+def comparison(stats: list[RunStats], baseline: int = 0) -> dict[str, Any]:
+    runs = [s.run for s in stats]
+    diff = flag_diff(runs)
+    return {
+        "baseline": runs[baseline].id,
+        "runs": [run_entry(s, config_label(i, runs, diff)) for i, s in enumerate(stats)],
+        "flag_diff": diff,
+        "rows": [build_row(spec, stats, baseline) for spec in ROWS],
+        "noise_rule": "within_noise: the 95% moving-block-bootstrap interval of the difference to the "
+        "baseline contains 0",
+    }

@@ -1,0 +1,62 @@
+"""Schema migrations, numbered, for both dialects.
+
+`schema_version` holds the version a database is at; opening a store applies every later
+migration in order, each in its own transaction with its version bump. Version 1 is the
+walking skeleton's schema (its `IF NOT EXISTS` statements adopt databases created before
+migrations existed); version 2 adds the rollup table and backfills it from the raw samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Dialect = Literal["sqlite", "postgres"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    statements: tuple[str, ...]
+    backfill_rollup: bool = False
+
+
+def _types(dialect: Dialect) -> dict[str, str]:
+    if dialect == "postgres":
+        return {"real": "DOUBLE PRECISION", "id": "BIGSERIAL PRIMARY KEY", "int": "BIGINT"}
+    return {"real": "REAL", "id": "INTEGER PRIMARY KEY", "int": "INTEGER"}
+
+
+def migrations(dialect: Dialect) -> tuple[Migration, ...]:
+    ty = _types(dialect)
+    real, int_ = ty["real"], ty["int"]
+    v1 = (
+        f"""CREATE TABLE IF NOT EXISTS samples (
+            host TEXT NOT NULL, metric TEXT NOT NULL, rank TEXT NOT NULL,
+            t {real} NOT NULL, v {real} NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS samples_series ON samples (host, metric, rank, t)",
+        f"""CREATE TABLE IF NOT EXISTS events (
+            id {ty["id"]}, host TEXT NOT NULL, source TEXT NOT NULL, kind TEXT NOT NULL,
+            t {real} NOT NULL, line {int_} NOT NULL, data TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS events_host_t ON events (host, t)",
+        """CREATE TABLE IF NOT EXISTS tail_state (
+            host TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, state TEXT NOT NULL,
+            PRIMARY KEY (host, source, path))""",
+        f"""CREATE TABLE IF NOT EXISTS documents (
+            kind TEXT NOT NULL, key TEXT NOT NULL, host TEXT NOT NULL, t {real} NOT NULL, data TEXT NOT NULL,
+            PRIMARY KEY (kind, key))""",
+        "CREATE INDEX IF NOT EXISTS documents_kind_host ON documents (kind, host, t)",
+    )
+    v2 = (
+        f"""CREATE TABLE samples_rollup (
+            host TEXT NOT NULL, metric TEXT NOT NULL, rank TEXT NOT NULL, width {int_} NOT NULL,
+            bucket {real} NOT NULL, n {int_} NOT NULL, vsum {real} NOT NULL,
+            tmin {real} NOT NULL, vmin {real} NOT NULL, tmax {real} NOT NULL, vmax {real} NOT NULL,
+            tlast {real} NOT NULL, vlast {real} NOT NULL,
+            PRIMARY KEY (host, metric, rank, width, bucket))""",
+    )
+    return (Migration(1, v1), Migration(2, v2, backfill_rollup=True))
+
+
+CREATE_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+LATEST_VERSION = 2

@@ -1,0 +1,104 @@
+"""Bytes in, complete Lines out: the partial last line is held, memory stays bounded.
+
+A line longer than `max_line` bytes keeps its first `max_line` bytes as text and drops the rest
+(counted in `truncated_lines`); its offset and number stay exact, so nothing after it shifts and
+tailing never stops. 1 MiB is far above any SGLang/vLLM log line or one JSONL completion we have
+seen, and keeps one pathological line from holding more than 1 MiB per followed file.
+Invalid UTF-8 is decoded with U+FFFD replacements (counted in `replaced_lines`); a trailing "\\r"
+(CRLF files) is dropped.
+"""
+
+from __future__ import annotations
+
+from collectors.base import Line
+
+MAX_LINE_BYTES = 1 << 20
+_REPLACEMENT = "\ufffd"
+_REPLACEMENT_BYTES = _REPLACEMENT.encode()
+
+
+class LineSplitter:
+    def __init__(self, source: str, generation: int, offset: int, line_no: int,
+                 max_line: int = MAX_LINE_BYTES) -> None:
+        self.source = source
+        self.generation = generation
+        self.offset = offset  # resumable offset: just past the last complete line
+        self.line_no = line_no
+        self.read_pos = offset  # next byte of the file to feed
+        self.max_line = max_line
+        self.truncated_lines = 0
+        self.replaced_lines = 0
+        self._frag = bytearray()  # kept bytes of the unfinished line
+        self._dropped = 0  # bytes of the unfinished line beyond max_line
+
+    @property
+    def pending(self) -> int:
+        """Bytes read past the resumable offset (the unfinished line)."""
+        return self.read_pos - self.offset
+
+    def feed(self, data: bytes) -> list[Line]:
+        base = self.read_pos
+        self.read_pos += len(data)
+        first = data.find(b"\n")
+        if first < 0:
+            self._hold(data)
+            return []
+        lines: list[Line] = []
+        if self._frag or self._dropped:
+            self._hold(data[:first])
+            self._emit(lines, bytes(self._frag), base + first + 1, self._dropped > 0)
+            self._frag.clear()
+            self._dropped = 0
+            start = first + 1
+        else:
+            start = 0
+        parts = data[start:].split(b"\n")
+        self._hold(parts.pop())
+        self._emit_many(lines, parts, base + start)
+        return lines
+
+    def _emit_many(self, out: list[Line], parts: list[bytes], end: int) -> None:
+        """The hot loop of a catch-up: kept flat, a tuple built directly per line."""
+        new, source, generation, line_no = tuple.__new__, self.source, self.generation, self.line_no
+        for raw in parts:
+            end += len(raw) + 1
+            if len(raw) > self.max_line or raw.endswith(b"\r") or not raw.isascii():
+                self.line_no = line_no
+                self._emit(out, raw[: self.max_line], end, len(raw) > self.max_line)
+                line_no = self.line_no
+                continue
+            line_no += 1
+            out.append(new(Line, (source, generation, end, line_no, raw.decode())))
+        self.line_no = line_no
+        if parts:
+            self.offset = end
+
+    def _hold(self, data: bytes) -> None:
+        room = self.max_line - len(self._frag)
+        if len(data) <= room:
+            self._frag += data
+        else:
+            self._frag += data[:room]
+            self._dropped += len(data) - room
+
+    def _emit(self, out: list[Line], raw: bytes, end: int, truncated: bool) -> None:
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        text = raw.decode("utf-8", "replace")
+        if _REPLACEMENT in text and _REPLACEMENT_BYTES not in raw:
+            self.replaced_lines += 1
+        if truncated:
+            self.truncated_lines += 1
+        self.line_no += 1
+        self.offset = end
+        out.append(Line(self.source, self.generation, end, self.line_no, text))
+
+    def flush(self) -> list[Line]:
+        """Emit the unfinished line as if complete (an old generation that will never grow again)."""
+        if not self._frag and not self._dropped:
+            return []
+        out: list[Line] = []
+        self._emit(out, bytes(self._frag), self.read_pos, self._dropped > 0)
+        self._frag.clear()
+        self._dropped = 0
+        return out

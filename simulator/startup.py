@@ -1,0 +1,99 @@
+"""The startup and shutdown lines of a simulated SGLang server, in the order the real one logs them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator import logfmt
+from simulator.logwriter import LogWriter
+from simulator.spec import ServerSpec
+
+WEIGHT_LOAD_S = 30.0  # simulated; a real 1T-parameter load takes minutes, the demo cannot wait that long
+GRAPH_CAPTURE_S = 8.0
+
+
+def write_boot(log: LogWriter, spec: ServerSpec, extra_args: dict[str, Any] | None = None) -> float:
+    """From `server_args=` to the capacity line; returns the simulated time reached."""
+    fmt, cap, prof = spec.fmt, spec.capacity(), spec.profile
+    total = 140.4
+    t = 0.0
+    line = logfmt.server_args_line(fmt, spec.server_args(extra_args))
+    if line is not None:
+        log.untagged(t, line)
+    t += 2.0
+    log.all_ranks(t, f"Init torch distributed ends. mem usage={0.9:.2f} GB")
+    log.rank(t, f"Load weight begin. avail mem={total - 1.3:.2f} GB")
+    t += WEIGHT_LOAD_S
+    avail = total - 1.3 - prof.weights_gib
+    log.rank(t, logfmt.load_weight_end(fmt, prof.architecture, avail, prof.weights_gib, WEIGHT_LOAD_S))
+    if cap.max_total_num_tokens <= 0:
+        return t
+    kv_line = logfmt.kv_cache_line(fmt, cap.max_total_num_tokens, cap.kv_gib, spec.torch_dtype(), prof.mla)
+    if kv_line is not None:
+        log.rank(t, kv_line)
+    log.rank(t, f"Memory pool end. avail mem={avail - cap.kv_gib:.2f} GB")
+    if spec.enable_hierarchical_cache:
+        from simulator.capacity import host_pool_tokens
+
+        size = spec.hicache_size or 2.0 * cap.kv_gib
+        log.all_ranks(t, logfmt.hicache_line(fmt, size, host_pool_tokens(prof, size, spec.kv_cache_dtype)))
+    t += 0.5
+    log.rank(t, "Capture cuda graph begin. This can take up to several minutes. "
+                f"avail mem={avail - cap.kv_gib:.2f} GB")
+    return t
+
+
+def write_capacity(log: LogWriter, spec: ServerSpec, t: float) -> float:
+    fmt, cap = spec.fmt, spec.capacity()
+    t += GRAPH_CAPTURE_S
+    log.rank(t, f"Capture cuda graph end. Time elapsed: {GRAPH_CAPTURE_S:.2f} s. mem usage=1.21 GB. "
+                f"avail mem={cap.available_gpu_mem_gib:.2f} GB.")
+    line = logfmt.capacity_line(fmt, cap.max_total_num_tokens, spec.chunked, spec.max_prefill_tokens,
+                                spec.max_running(), spec.profile.context_len, cap.available_gpu_mem_gib)
+    if fmt.capacity_every_rank:
+        log.all_ranks(t, line)
+    else:
+        log.rank(t, line)
+    return t
+
+
+def write_oom(log: LogWriter, spec: ServerSpec, t: float) -> None:
+    """CUDA-graph capture runs out of memory (mem fraction too high): traceback, then SIGQUIT."""
+    log.rank(t, "Scheduler hit an exception: Traceback (most recent call last):")
+    for text in (
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 3011, '
+        "in run_scheduler_process",
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)",
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", '
+        "line 391, in capture",
+        "    out = self.capture_one_batch_size(bs, forward)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total capacity "
+        f"of 139.81 GiB of which {spec.capacity().available_gpu_mem_gib:.2f} GiB is free.",
+        "",
+    ):
+        log.write_raw(text)
+    log.untagged(t + 0.1, "Received sigquit from a child process. It usually means the child failed.")
+
+
+def write_ready(log: LogWriter, spec: ServerSpec, t: float, pid: int) -> float:
+    """uvicorn's start lines, the warm-up request, then the ready line."""
+    log.uvicorn(t, f"Started server process [{pid}]")
+    log.uvicorn(t, "Waiting for application startup.")
+    log.uvicorn(t, "Application startup complete.")
+    log.uvicorn(t, f"Uvicorn running on http://{spec.host}:{spec.port} (Press CTRL+C to quit)")
+    t += 1.0
+    log.uvicorn(t, logfmt.access_line("127.0.0.1:45538", "GET", "/model_info"
+                                      if logfmt.at_least(spec.version, "0.5.8") else "/get_model_info", 200))
+    log.uvicorn(t, logfmt.access_line("127.0.0.1:45546", "POST", "/generate", 200))
+    log.untagged(t, "The server is fired up and ready to roll!")
+    return t
+
+
+def write_sigterm(log: LogWriter, spec: ServerSpec, t: float, remaining: int, pid: int) -> None:
+    """What the launcher logs when it gets SIGTERM, before it kills its own process tree."""
+    if spec.fmt.sigterm_style == "drain":
+        log.untagged(t, "SIGTERM received. signum=15 frame=None. Draining requests and shutting down...")
+        log.untagged(t, f"Gracefully exiting... Remaining number of requests {remaining}. "
+                        "Remaining requests remaining_rids=[].")
+    if logfmt.at_least(spec.version, "0.5.13"):
+        log.untagged(t, f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}")

@@ -1,0 +1,52 @@
+// What the charts mark: run boundaries with the flags that changed, server starts and failures.
+
+const FAILURES = new Set(["crash", "oom", "exception", "watchdog_timeout"]);
+
+function epoch(value) {
+  if (typeof value === "number") return value;
+  if (typeof value === "string" && value) {
+    const zoned = /[zZ]|[+-]\d\d:?\d\d$/.test(value) ? value : `${value}Z`;
+    const ms = Date.parse(zoned);
+    return Number.isNaN(ms) ? undefined : ms / 1000;
+  }
+  return undefined;
+}
+
+export function changedFlags(previous, current) {
+  const keys = new Set([...Object.keys(previous || {}), ...Object.keys(current || {})]);
+  const changed = [];
+  for (const key of [...keys].sort()) {
+    const before = previous?.[key];
+    const after = current?.[key];
+    if (JSON.stringify(before) !== JSON.stringify(after)) {
+      changed.push(after === undefined ? `-${key}` : `${key}=${after}`);
+    }
+  }
+  return changed;
+}
+
+export function runMarkers(runs) {
+  const sorted = [...(runs || [])].filter((r) => epoch(r.started_at) !== undefined)
+    .sort((a, b) => epoch(a.started_at) - epoch(b.started_at));
+  return sorted.map((run, i) => {
+    const changed = i === 0 ? [] : changedFlags(sorted[i - 1].flags, run.flags);
+    const label = changed.length ? `run ${run.id}: ${changed.join(" ")}` : `run ${run.id}`;
+    return { t: epoch(run.started_at), kind: "run", label: label.length > 60 ? `${label.slice(0, 57)}…` : label,
+             detail: label };
+  });
+}
+
+export function eventMarkers(events, runs) {
+  const starts = runMarkers(runs).map((m) => m.t);
+  const out = [];
+  for (const event of events || []) {
+    const t = epoch(event.t);
+    if (t === undefined) continue;
+    if (event.event === "ready" && !starts.some((s) => Math.abs(s - t) < 120)) {
+      out.push({ t, kind: "restart", label: "server start" });
+    } else if (FAILURES.has(event.event)) {
+      out.push({ t, kind: "failure", label: event.event });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,194 @@
+"""The tail fault catalogue (appends, partial lines, rotation, truncation, replace, encodings),
+each run on local files and over real sshd; writers number their lines and every one must be
+stored exactly once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from collectors.base import Transport
+from collectors.tail import Tail
+from tests.collectors.harness import Sink, append, assert_exactly_once, numbered
+
+
+def test_partial_line_is_held_until_its_newline(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 3) + b"00000004 half")
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    assert sink.seqs() == [1, 2, 3]
+    assert sink.state is not None
+    assert sink.state.offset == len(numbered(1, 3))
+    assert sink.poll(tail) == []
+    append(log, b" and the rest\n" + numbered(5, 5))
+    sink.poll(tail)
+    assert sink.lines[3].text == "00000004 half and the rest"
+    assert sink.lines[3].line_no == 4
+    assert_exactly_once(sink, 1, 5)
+
+
+def test_partial_line_across_restart_is_stored_once(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 10) + b"00000011 frag")
+    sink = Sink()
+    sink.poll(Tail(transport, str(log), "s"))
+    append(log, b"ment\n" + numbered(12, 20))
+    sink.until(Tail(transport, str(log), "s", sink.state), sink.has(20))  # a restarted kvwatch
+    assert_exactly_once(sink, 1, 20)
+    assert sink.lines[10].text == "00000011 fragment"
+
+
+def test_rename_rotation_drains_the_old_file(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    writer = open(log, "ab", buffering=0)  # noqa: SIM115 - the writer outlives the rename, like SGLang's
+    writer.write(numbered(1, 100))
+    tail, sink = Tail(transport, str(log), "s", rotate_wait=0.5), Sink()
+    sink.poll(tail)
+    writer.write(numbered(101, 150))
+    os.rename(log, tmp_path / "server.log.1")
+    writer.write(numbered(151, 200) + b"00000201 unfini")  # the old process still writes to its fd
+    append(log, numbered(1001, 1050))
+    sink.poll(tail)
+    writer.write(b"shed\n")
+    writer.close()
+    sink.until(tail, lambda s: len(s.lines) >= 251 and s.state is not None and s.state.draining is None)
+    assert sorted(sink.seqs()) == [*range(1, 202), *range(1001, 1051)]
+    assert tail.stats.rotations == 1
+    generations = {line.generation for line in sink.lines}
+    assert generations == {1, 2}
+
+
+def test_rotation_while_kvwatch_was_down(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 50))
+    sink = Sink()
+    sink.poll(Tail(transport, str(log), "s"))
+    append(log, numbered(51, 80))
+    os.rename(log, tmp_path / "server.log.1")
+    append(log, numbered(81, 120))
+    sink.until(Tail(transport, str(log), "s", sink.state, rotate_wait=0.2), sink.has(120))
+    assert_exactly_once(sink, 1, 120)
+
+
+def test_copytruncate(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.write(fd, numbered(1, 300))
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    shutil.copy(log, tmp_path / "server.log.1")
+    os.truncate(log, 0)
+    os.write(fd, numbered(301, 310))  # O_APPEND: the writer lands at the new end
+    os.close(fd)
+    sink.until(tail, sink.has(310))
+    assert_exactly_once(sink, 1, 310)
+    assert tail.stats.truncations == 1
+
+
+def test_truncate_and_regrow_past_the_offset(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 100))
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    with open(log, "wb") as handle:  # truncated, then more than before written before our next poll
+        handle.write(numbered(101, 300, pad="PAYLOAD"))
+    sink.until(tail, sink.has(300))
+    assert_exactly_once(sink, 1, 300)
+    assert tail.stats.truncations == 1
+
+
+def test_truncate_and_regrow_while_kvwatch_was_down(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 100))
+    sink = Sink()
+    sink.poll(Tail(transport, str(log), "s"))
+    with open(log, "r+b") as handle:  # same inode, rewritten in place and longer
+        handle.write(numbered(101, 250, pad="PAYLOAD"))
+    sink.until(Tail(transport, str(log), "s", sink.state), sink.has(250))
+    assert_exactly_once(sink, 1, 250)
+
+
+def test_delete_and_recreate(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 100))
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    log.unlink()
+    assert sink.poll(tail) == []
+    append(log, numbered(101, 110))  # shorter than before, possibly the same inode
+    sink.until(tail, sink.has(110))
+    assert_exactly_once(sink, 1, 110)
+
+
+def test_atomic_replace(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "state.jsonl"
+    append(log, numbered(1, 20))
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    tmp = tmp_path / "state.jsonl.tmp"
+    tmp.write_bytes(numbered(1, 30))  # same prefix plus new lines: only the new lines
+    os.replace(tmp, log)
+    sink.until(tail, sink.has(30))
+    tmp.write_bytes(numbered(31, 35))  # entirely new content: the whole file, once
+    os.replace(tmp, log)
+    sink.until(tail, sink.has(35))
+    assert_exactly_once(sink, 1, 35)
+    assert tail.stats.replacements == 2
+
+
+def test_missing_file_appears_later(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "later" / "server.log"
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    assert sink.poll(tail) == []
+    assert sink.state is None
+    log.parent.mkdir()
+    append(log, numbered(1, 5))
+    sink.until(tail, sink.has(5))
+    assert_exactly_once(sink, 1, 5)
+
+
+def test_ten_megabyte_line_is_truncated_and_counted(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    big = b"00000002 " + b"x" * (10 * 1024 * 1024) + b"\n"
+    append(log, numbered(1, 1))
+    tail, sink = Tail(transport, str(log), "s", read_chunk=1 << 20), Sink()
+    sink.poll(tail)
+    append(log, big[: 3 * 1024 * 1024])  # the big line arrives in pieces
+    sink.poll(tail)
+    append(log, big[3 * 1024 * 1024 :] + numbered(3, 4))
+    sink.until(tail, sink.has(4))
+    assert_exactly_once(sink, 1, 4)
+    assert len(sink.lines[1].text) == tail.max_line
+    assert tail.stats.truncated_lines == 1
+    assert sink.lines[2].offset == len(numbered(1, 1)) + len(big) + len(numbered(3, 3))
+
+
+def test_invalid_utf8_and_crlf(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    euro = "€".encode()
+    append(log, b"00000001 bad \xff\xfe bytes\r\n00000002 split " + euro[:1])
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    append(log, euro[1:] + b" sign\n")
+    sink.poll(tail)
+    assert [line.text for line in sink.lines] == ["00000001 bad \ufffd\ufffd bytes", "00000002 split € sign"]
+    assert tail.stats.replaced_lines == 1
+    assert sink.state is not None
+    assert sink.state.offset == log.stat().st_size
+
+
+def test_tiny_files_with_identical_heads_are_separate(transport: Transport, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    append(a, b"00000001 x\n")
+    append(b, b"00000001 x\n")
+    sink_a, sink_b = Sink(), Sink()
+    tail_a, tail_b = Tail(transport, str(a), "a"), Tail(transport, str(b), "b")
+    sink_a.poll(tail_a)
+    sink_b.poll(tail_b)
+    append(b, b"00000002 y\n")
+    sink_a.poll(tail_a)
+    sink_b.poll(tail_b)
+    assert sink_a.seqs() == [1]
+    assert sink_b.seqs() == [1, 2]
