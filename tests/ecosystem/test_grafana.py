@@ -165,5 +165,5 @@ def test_prometheus_scrapes_kvwatch_and_the_dashboard_queries_answer(tmp_path: P
 def _answers(query: Any, expr: str) -> bool:
     try:
         return bool(query(expr))
-    except httpx.HTTPError:
+    except (httpx.HTTPError, ValueError):  # not listening yet, or "not ready" in plain text
         return False
