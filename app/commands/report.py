@@ -4,19 +4,16 @@ run report: charts, summary, events, the run's flags and the comparison of the h
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import logging
-import os
 from pathlib import Path
 
+from app.commands.common import open_existing_store, pick_host, timestamp
 from app.commands.serve import resolve_config
-from app.config import Config
 from app.errors import ConfigError
 from app.report import ReportData, Window, gather, render_html
 from app.report.runs import find_run, host_comparison, run_facts
-from app.runner import database_path
 from app.runs import list_runs
-from app.store import Store, open_store
+from app.store import Store
 
 NAME = "report"
 HELP = "write a one-page HTML report of a host's run (charts, summary, events) that opens offline"
@@ -35,38 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--since", type=timestamp, help="from this time (ISO 8601, UTC if no zone, or epoch s)")
     parser.add_argument("--until", type=timestamp, help="up to this time (same forms)")
     parser.add_argument("-o", "--output", type=Path, help="the HTML file (default: kvwatch-report-HOST.html)")
-
-
-def timestamp(text: str) -> float:
-    """Epoch seconds, or ISO 8601 read as UTC when it has no zone (as kvwatch reads log times)."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither ISO 8601 nor epoch seconds") from None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)).timestamp()
-
-
-def pick_host(config: Config, name: str | None) -> str:
-    names = [h.name for h in config.hosts]
-    if name is None:
-        if len(names) != 1:
-            raise ConfigError(f"--host: pick one of {', '.join(names) or '(no hosts in ' + config.path + ')'}")
-        return names[0]
-    if name not in names:
-        raise ConfigError(f"--host: no host named {name!r} in {config.path} (hosts: {', '.join(names)})")
-    return name
-
-
-def open_existing_store(config: Config) -> Store:
-    """The config's store; a SQLite file that does not exist yet is an error, not a new empty file."""
-    database = database_path(config)
-    if "://" not in database and not os.path.exists(database):
-        raise ConfigError(f"server.database: {database} does not exist (has `kvwatch serve` run with this config?)")
-    return open_store(database)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,6 @@ log through the real parsers), with charts that render in Chromium with every ne
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,28 +11,6 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 from app.cli import main
-from app.compare.offline import load_log
-from app.runs import list_runs
-from app.store.sqlite import SqliteStore
-from tests.compare.synth import THREE_CONFIGS, write_log
-
-SPECS = tuple(replace(spec, duration_s=1500.0) for spec in THREE_CONFIGS)
-
-
-@pytest.fixture(scope="module")
-def collected(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    """A kvwatch.toml and its SQLite store holding three runs of host gpu1; returns (config, run ids)."""
-    tmp = tmp_path_factory.mktemp("report")
-    write_log(tmp / "server.log", SPECS, seed=7)
-    store = SqliteStore(str(tmp / "kvwatch.db"))
-    load_log(store, "gpu1", tmp / "server.log")
-    ids = [run.id for run in list_runs(store, "gpu1")]
-    store.close()
-    config = tmp / "kvwatch.toml"
-    config.write_text(
-        f'[server]\ndata_dir = "{tmp}"\n\n[[hosts]]\nname = "gpu1"\nssh = "local"\nserver_log = "{tmp}/server.log"\n'
-    )
-    return config, ids
 
 
 def report(config: Path, out: Path, *args: str) -> str:
