@@ -1,6 +1,6 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
 import { fetchAlerts, fetchEvents, fetchHosts, fetchRuns, fetchSeries, openStream } from "./api.js";
-import { createChart, extendTrace, lastTime, retheme, setMarkers, setTrace, setXRange } from "./charts.js";
+import { createChart, extendTrace, isEcho, lastTime, retheme, setMarkers, setTrace, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { PANELS, tracesFor } from "./panels.js";
 import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
@@ -104,7 +104,9 @@ function rangeOf(event) {
 // A zoom on any chart: every chart follows, and the window is fetched again at full detail.
 async function onRelayout(sourceId, event) {
   if (state.syncing) return;
-  if (event["xaxis.autorange"]) {
+  const autorange = Boolean(event["xaxis.autorange"]);
+  if ((autorange || rangeOf(event)) && isEcho($(sourceId), autorange ? null : rangeOf(event))) return;
+  if (autorange) {
     await backToLive();
     return;
   }

@@ -80,7 +80,20 @@ export function setMarkers(element, markers, { labels = true } = {}) {
   element.markerCount = markers.length;
 }
 
+// Plotly reports a relayout asynchronously, so a flag around the call cannot tell our own range
+// changes from the user's; the range we set is remembered instead, and its echo is ignored.
+export function rangeKey(range) {
+  return range ? range.map((t) => Math.round(t)).join(":") : "auto";
+}
+
+export function isEcho(element, range) {
+  if (element.pendingRange === undefined || element.pendingRange !== rangeKey(range)) return false;
+  element.pendingRange = undefined;
+  return true;
+}
+
 export function setXRange(element, range) {
+  element.pendingRange = rangeKey(range);
   const update = range ? { "xaxis.range": range.map((t) => new Date(t * 1000)), "xaxis.autorange": false }
                        : { "xaxis.autorange": true };
   Plotly.relayout(element, update);
