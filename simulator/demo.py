@@ -29,8 +29,8 @@ from simulator.spec import ServerSpec
 from simulator.workload import DATASETS
 
 BACKFILL_S = 720.0
-CATCH_UP_S = 60.0
-BASELINE_RUN_S = 300.0  # simulated seconds of the fp8 run, startup included
+CATCH_UP_S = 45.0
+BASELINE_RUN_S = 240.0  # simulated seconds of the fp8 run, startup included
 DRAIN_S = 5.0
 MODEL_PATH = "/models/Kimi-K2.5"
 DEMO_DATASETS = DATASETS[1:]  # B1 was done before the story starts
