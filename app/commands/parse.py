@@ -16,6 +16,7 @@ import json
 import sys
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
@@ -93,9 +94,9 @@ Chunk = tuple[list[pa.Table], list[Record]]
 
 
 def parse_file(
-    path: Path, source: str, label: str | None, fast: bool = False, quiet: bool = True
+    path: Path, source: str, label: str | None, fast: bool = False, quiet: bool = True, pool: Executor | None = None
 ) -> Iterator[Chunk]:
-    """Chunks of records of one file. `fast`: SGLang logs take the columnar path (tables)."""
+    """Chunks of records of one file. `fast`: SGLang logs take the columnar path (tables), on `pool`."""
     parser: LineParser = create_parser(source, file=str(path))
     line_no = 0
     for text, ended in read_blocks(path):
@@ -105,7 +106,7 @@ def parse_file(
             lines = pc.split_pattern(pa.array([text], pa.string()), "\n").flatten()
             records, fed = _until_chosen(parser, line_no, lines)
             line_no += fed
-            columnar = _columnar(parser)
+            columnar = _columnar(parser, pool)
             if columnar is not None:
                 rest = lines.slice(fed)
                 tables, more = columnar.block(line_no + 1, rest)
@@ -138,10 +139,10 @@ def _until_chosen(parser: LineParser, line_no: int, lines: pa.Array) -> tuple[li
     return records, fed
 
 
-def _columnar(parser: LineParser) -> ColumnarSglang | None:
+def _columnar(parser: LineParser, pool: Executor | None) -> ColumnarSglang | None:
     if isinstance(parser, AutoParser):
         parser = parser.delegate  # type: ignore[assignment]  # None until it has chosen
-    return ColumnarSglang(parser) if isinstance(parser, SglangParser) else None
+    return ColumnarSglang(parser, pool) if isinstance(parser, SglangParser) else None
 
 
 def _labelled(tables: list[pa.Table], records: list[Record], label: str | None) -> Chunk:
@@ -160,9 +161,12 @@ def _summary(path: Path, parser: LineParser, lines: int) -> None:
 
 def _chunks(args: argparse.Namespace) -> Iterator[Chunk]:
     several = len(args.files) > 1
-    for path in args.files:
-        label = str(path) if several else None
-        yield from parse_file(path, args.source, label, args.format != "jsonl", args.quiet)
+    fast = args.format != "jsonl"
+    # Arrow's kernels release the GIL: decode and prefill lines are extracted on two threads.
+    with ThreadPoolExecutor(2, thread_name_prefix="kvwatch-parse") as pool:
+        for path in args.files:
+            label = str(path) if several else None
+            yield from parse_file(path, args.source, label, fast, args.quiet, pool if fast else None)
 
 
 def _write(args: argparse.Namespace) -> None:
@@ -211,7 +215,7 @@ def to_table(batch: list[Record]) -> pa.Table:
         values = [record.get(name) for record in batch]
         if any(value is not None for value in values):
             columns[name] = _column(values)
-    return pa.table(columns)
+    return pa.Table.from_pydict(columns)
 
 
 _JSON_CACHE: dict[Any, str] = {}
