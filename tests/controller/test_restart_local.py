@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.errors import Busy, InvalidFlags, Vetoed
+from app.controller.errors import Busy, InvalidFlags, RateLimited, Vetoed
 from tests.controller.support import MemorySinks, free_port, make_config
 
 
@@ -126,3 +126,26 @@ def test_a_recycled_pid_in_the_record_is_never_signalled(tmp_path: Path, control
     finally:
         bystander.kill()
         bystander.wait()
+
+
+@pytest.mark.parametrize(("name", "why"), [("never-ready", "not ready after 3 s"),
+                                            ("exit-early", "the server exited before it was ready")])
+def test_a_server_that_never_gets_ready_is_rolled_back(tmp_path: Path, controllers, name: str, why: str) -> None:
+    controller = controllers(make_config(tmp_path, free_port(), ready_timeout=3))
+    controller.begin("t", flags={"mem-fraction-static": 0.85})
+    controller.wait(120)
+    op = controller.begin("t", flags={"served-model-name": name})
+    controller.wait(120)
+    assert op.outcome == "rolled_back", op.detail
+    assert op.detail.startswith(why)
+    assert controller.inspect()["flags"]["mem-fraction-static"] == 0.85
+
+
+def test_the_restart_loop_cap_refuses_with_429(tmp_path: Path, controllers, sinks: MemorySinks) -> None:
+    controller = controllers(make_config(tmp_path, free_port(), max_restarts=2), sinks=sinks)
+    controller.begin("t", flags={"mem-fraction-static": 0.93})  # fails, and its rollback counts too
+    controller.wait(120)
+    with pytest.raises(RateLimited) as limited:
+        controller.begin("t", flags={"mem-fraction-static": 0.85})
+    assert 0 < limited.value.retry_after <= 600
+    assert [a.outcome for a in sinks.audits][-1] == "rate_limited"
