@@ -95,7 +95,8 @@ def test_zoom_fetches_history_and_aligns_every_chart(live_run: tuple[ScriptedRun
     assert "since=" in first.value.url
     page.wait_for_function("window.kvwatchZoomDone === window.kvwatchZoomFetches", timeout=10_000)
     ranges = page.evaluate(
-        f"{json.dumps(CHARTS)}.map(id => document.getElementById(id).layout.xaxis.range.map(x => new Date(x).getTime()))")
+        f"{json.dumps(CHARTS)}.map(id => document.getElementById(id).layout.xaxis.range"
+        ".map(x => new Date(x).getTime()))")
     assert all(abs(r[0] - ranges[0][0]) < 5 and abs(r[1] - ranges[0][1]) < 5 for r in ranges), ranges
     xs = page.evaluate("document.getElementById('chart-throughput').data[0].x.map(x => new Date(x).getTime())")
     assert xs
