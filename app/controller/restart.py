@@ -33,7 +33,7 @@ from app.controller.errors import Busy, HostUnavailable, InvalidFlags, RestartRe
 from app.controller.operation import Operation, Target, new_run_id
 from app.controller.plan import StartWindow, plan_flags, shown
 from app.controller.policy import ControllerConfig
-from app.controller.remote import RemoteHost
+from app.controller.remote import HelperFailed, RemoteHost
 from app.controller.sinks import AuditSink, Ledger, Outcome, RestartRecord, RunSink
 from app.flags.argv import Launch, parse_launch
 from app.flags.remote import DEFAULT_CACHE, SchemaCache, remote_schema
@@ -226,6 +226,8 @@ class HostController:
         while True:
             try:
                 return step()
+            except HelperFailed:
+                raise  # the host answered: this is no connection problem, and waiting will not fix it
             except CollectorError as exc:
                 state = op.state
                 op.step("reconnecting", f"lost {self.name} while {state}: {exc}")
