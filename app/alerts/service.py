@@ -18,6 +18,7 @@ from app.alerts.rules import rules_for_host
 from app.alerts.state import AlertState
 from app.alerts.text import public
 from app.pipeline.health import HostHealth
+from app.pipeline.heartbeat import stored_host_health
 
 if TYPE_CHECKING:
     from app.services import Services
@@ -117,4 +118,7 @@ def alerts_view(
 
 def _health(services: Services, host: str) -> HostHealth | None:
     collector = services.collectors.get(host)
-    return None if collector is None else collector.health
+    if collector is not None:
+        return collector.health
+    # A web-only app (scale-out): the health the host's collector process last wrote to the store.
+    return stored_host_health(services.store, host)
