@@ -1,12 +1,12 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
 import { fetchAlerts, fetchEvents, fetchHosts, fetchRuns, fetchSeries, openStream } from "./api.js";
-import { createChart, extendTrace, isEcho, lastTime, retheme, setMarkers, setTrace, setXRange } from "./charts.js";
+import { createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTrace, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { PANELS, tracesFor } from "./panels.js";
 import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { host: null, hosts: [], zoom: null, syncing: false, latest: {}, progress: null,
+const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
                 notified: new Set(), extent: [Infinity, -Infinity], loading: null };
 window.kvwatchZoomFetches = 0;
 
@@ -44,11 +44,19 @@ async function fillCharts(window) {
   await Promise.all(jobs);
 }
 
+// Ranges we set ourselves come back as plotly_relayout events; they must not count as a zoom.
+function applyRange(range, exceptId) {
+  state.applied = range;
+  for (const panel of PANELS) if (panel.id !== exceptId) setXRange($(panel.id), range);
+}
+
+function isApplied(range) {
+  return state.applied && Math.abs(range[0] - state.applied[0]) < 0.01 && Math.abs(range[1] - state.applied[1]) < 0.01;
+}
+
 function alignLive() {
   if (state.zoom || !Number.isFinite(state.extent[0])) return;
-  state.syncing = true;
-  for (const panel of PANELS) setXRange($(panel.id), state.extent);
-  state.syncing = false;
+  applyRange([...state.extent]);
 }
 
 async function refreshMarkers() {
@@ -103,20 +111,15 @@ function rangeOf(event) {
 
 // A zoom on any chart: every chart follows, and the window is fetched again at full detail.
 async function onRelayout(sourceId, event) {
-  if (state.syncing) return;
-  const autorange = Boolean(event["xaxis.autorange"]);
-  if ((autorange || rangeOf(event)) && isEcho($(sourceId), autorange ? null : rangeOf(event))) return;
-  if (autorange) {
-    await backToLive();
+  if (event["xaxis.autorange"]) {
+    if (state.zoom) await backToLive();
     return;
   }
   const range = rangeOf(event);
-  if (!range) return;
+  if (!range || isApplied(range)) return;
   state.zoom = range;
   updateLiveBadge();
-  state.syncing = true;
-  for (const panel of PANELS) if (panel.id !== sourceId) setXRange($(panel.id), range);
-  state.syncing = false;
+  applyRange(range, sourceId);
   window.kvwatchZoomFetches += 1;
   await fillCharts({ since: range[0], until: range[1] });
   window.kvwatchZoomDone = window.kvwatchZoomFetches;
@@ -143,8 +146,17 @@ const fetchRate = throttle(async () => {
   renderProgress($("progress"), state.progress, state.latest);
 }, 3000);
 const throttledHosts = throttle(refreshHosts, 5000);
-const throttledAlign = throttle(alignLive, 2000);
 const throttledMarkers = throttle(refreshMarkers, 1000);
+
+// Live points are buffered and drawn at most once a second, one redraw per chart.
+const pending = new Map();
+const flushLive = throttle(() => {
+  const batches = [...pending.entries()];
+  pending.clear();
+  if (state.zoom) return;
+  for (const [id, byIndex] of batches) extendTraces($(id), byIndex);
+  alignLive();
+}, 1000);
 
 function onSample({ host, points }) {
   if (host !== state.host) return;
@@ -152,11 +164,15 @@ function onSample({ host, points }) {
     if (values.length) state.latest[metric] = values.at(-1)[1];
     noteExtent(values);
     if (state.zoom) continue;
-    for (const { panel, index } of tracesFor(metric)) extendTrace($(panel.id), index, values);
+    for (const { panel, index } of tracesFor(metric)) {
+      const byIndex = pending.get(panel.id) || new Map();
+      byIndex.set(index, [...(byIndex.get(index) || []), ...values]);
+      pending.set(panel.id, byIndex);
+    }
     if (metric === "completions") fetchRate();
   }
+  flushLive();
   throttledHosts();
-  throttledAlign();
 }
 
 function onHostEvent(data) {

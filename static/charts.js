@@ -53,9 +53,17 @@ export function setTrace(element, index, points) {
 }
 
 export function extendTrace(element, index, points) {
-  if (!points.length) return;
-  Plotly.extendTraces(element, { x: [toX(points)], y: [points.map(([, v]) => v)] }, [index], WINDOW_POINTS);
-  element.received += points.length;
+  extendTraces(element, new Map([[index, points]]));
+}
+
+// One redraw for every trace of a chart: redraws, not points, are what cost on a slow machine.
+export function extendTraces(element, byIndex) {
+  const indices = [...byIndex.keys()].filter((i) => byIndex.get(i).length);
+  if (!indices.length) return;
+  const points = indices.map((i) => byIndex.get(i));
+  Plotly.extendTraces(element, { x: points.map(toX), y: points.map((p) => p.map(([, v]) => v)) }, indices,
+                      WINDOW_POINTS);
+  element.received += points.reduce((sum, p) => sum + p.length, 0);
 }
 
 export function lastTime(element, index) {
@@ -80,22 +88,11 @@ export function setMarkers(element, markers, { labels = true } = {}) {
   element.markerCount = markers.length;
 }
 
-// Plotly reports a relayout asynchronously, so a flag around the call cannot tell our own range
-// changes from the user's; the range we set is remembered instead, and its echo is ignored.
-export function rangeKey(range) {
-  return range ? range.map((t) => Math.round(t)).join(":") : "auto";
-}
-
-export function isEcho(element, range) {
-  if (element.pendingRange === undefined || element.pendingRange !== rangeKey(range)) return false;
-  element.pendingRange = undefined;
-  return true;
-}
-
 export function setXRange(element, range) {
-  element.pendingRange = rangeKey(range);
-  const update = range ? { "xaxis.range": range.map((t) => new Date(t * 1000)), "xaxis.autorange": false }
-                       : { "xaxis.autorange": true };
+  // The type is repeated: plotly re-guesses "linear" for a chart that has no points yet.
+  const update = range ? { "xaxis.type": "date", "xaxis.range": range.map((t) => new Date(t * 1000)),
+                           "xaxis.autorange": false }
+                       : { "xaxis.type": "date", "xaxis.autorange": true };
   Plotly.relayout(element, update);
 }
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from app.errors import ConfigError
 from app.pipeline.collector import HostCollector
-from app.pipeline.health import HostHealth
 from app.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -72,19 +71,6 @@ def stored_health(store: Store, host: str, now: float | None = None) -> dict[str
         health["state"] = "stopped"
         health["last_error"] = f"no heartbeat from collector {health.get('owner')} for {now - doc['t']:.0f} s"
     return health
-
-
-def stored_host_health(store: Store, host: str, now: float | None = None) -> HostHealth | None:
-    """stored_health as the HostHealth value the alert watches take; None if no collector ever reported."""
-    if not store.documents(HEALTH_KIND, host):
-        return None
-    health = stored_health(store, host, now)
-    return HostHealth(
-        state=health.get("state", "stopped"),
-        last_error=health.get("last_error"),
-        reconnects=int(health.get("reconnects", 0)),
-        since=float(health.get("since", 0.0)),
-    )
 
 
 class Heartbeat:
