@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import io
 import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from app.progress import Progress
 from tests.ecosystem.processes import DECODE
 from tests.ecosystem.repo import REPO
+
+
+def read_until_newline(fd: int, timeout: float = 10.0) -> str:
+    """What the terminal shows, up to the first newline: a pty hands it over in pieces."""
+    shown = b""
+    deadline = time.monotonic() + timeout
+    while b"\n" not in shown and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            shown += os.read(fd, 4096)
+    return shown.decode()
 
 
 def test_progress_draws_on_a_terminal_only() -> None:
@@ -24,7 +37,7 @@ def test_progress_draws_on_a_terminal_only() -> None:
                                                                         stream=tty) as progress:
             progress.advance(1024)
             progress.advance(1024)
-        drawn = os.read(primary, 4096).decode()
+        drawn = read_until_newline(primary)
     finally:
         os.close(primary)
         os.close(secondary)
