@@ -58,3 +58,17 @@ def test_the_web_app_sees_stored_health_and_its_staleness(store: SqliteStore) ->
     assert (health["state"], health["last_error"], health["reconnects"]) == ("reconnecting", "connection refused", 3)
     late = stored_health(store, "gpu1", NOW + STALE_AFTER_S + 5)
     assert late["state"] == "stopped" and "no heartbeat from collector box-b:4242" in late["last_error"]
+
+
+@pytest.mark.parametrize(
+    ("database", "logged"),
+    [
+        ("postgresql://kv:s3cret@db.internal:5432/kvwatch", "postgresql://kv@db.internal:5432/kvwatch"),
+        ("postgresql://kv@db.internal/kvwatch", "postgresql://kv@db.internal/kvwatch"),
+        ("/data/kvwatch.db", "/data/kvwatch.db"),
+    ],
+)
+def test_a_collector_never_logs_the_database_password(database: str, logged: str) -> None:
+    from app.runner import redacted
+
+    assert redacted(database) == logged
