@@ -13,7 +13,7 @@ import uvicorn
 from app.alerts import validate_alert_config
 from app.config import Config
 from app.errors import ConfigError
-from app.main import create_app
+from app.main import api_token, create_app
 from app.pipeline.collector import HostCollector
 from app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
 from app.pipeline.relay import StoreRelay
@@ -22,10 +22,6 @@ from app.services import Services
 from app.store import open_store
 
 log = logging.getLogger(__name__)
-
-
-def api_token(config: Config) -> str | None:
-    return os.environ.get("KVWATCH_TOKEN") or config.server.token
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -71,7 +67,6 @@ def serve(config: Config, host: str, port: int, collect: bool = True) -> None:
     check_bind(host, token)
     services = build_services(config, collect=collect)
     app = create_app(services)
-    app.state.api_token = token
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
 

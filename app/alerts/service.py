@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +38,19 @@ log = logging.getLogger(__name__)
 EVALUATE_EVERY_S = 1.0
 
 
+RESTART_MUTE_REASON = "controller restart"
+
+
 class AlertService:
-    def __init__(self, engine: AlertEngine, delivery: WebhookDelivery | None, interval: float = EVALUATE_EVERY_S):
+    def __init__(
+        self,
+        engine: AlertEngine,
+        delivery: WebhookDelivery | None,
+        interval: float = EVALUATE_EVERY_S,
+        restarting: Callable[[], set[str]] = set,
+    ):
         self.engine, self.delivery, self.interval = engine, delivery, interval
+        self.restarting = restarting  # hosts whose server the controller is restarting right now
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="alerts", daemon=True)
@@ -81,9 +91,21 @@ class AlertService:
         if self.delivery is not None:
             self.delivery.stop(timeout)
 
+    def sync_restart_mutes(self) -> None:
+        """Mute a host while its controller restarts the server; re-arm once the restart is over."""
+        busy = self.restarting()
+        for host in busy:
+            if self.engine.muted(host) is None:
+                self.engine.mute(host, self.engine.clock() + MAX_MUTE_S, RESTART_MUTE_REASON)
+        for host in self.engine.muted_hosts() - busy:
+            mute = self.engine.muted(host)
+            if mute is not None and mute.reason == RESTART_MUTE_REASON:
+                self.engine.unmute(host)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
+                self.sync_restart_mutes()
                 self.engine.evaluate()
             except Exception:  # the boundary: a store hiccup must not end alerting for good
                 log.exception("alert evaluation failed; retrying at the next tick")
@@ -114,7 +136,9 @@ def start_alerting(
         health=lambda host: _health(services, host),
         on_change=publish,
     )
-    service = AlertService(engine, delivery, interval)
+    service = AlertService(
+        engine, delivery, interval, restarting=lambda: {h for h, c in services.controllers.items() if c.busy}
+    )
     service.start()
     return service
 

@@ -8,11 +8,12 @@ import tempfile
 import threading
 import webbrowser
 from pathlib import Path
+from typing import Any
 
 from app.config import Config, HostConfig, ServerConfig
 from app.errors import KvwatchError
 from app.runner import serve
-from simulator.demo import DemoWorld, start_demo_world
+from simulator.demo import DemoWorld, config_tables, start_demo_world
 
 NAME = "demo"
 HELP = "run a simulated SGLang server and client locally and show them on the dashboard"
@@ -27,7 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", type=Path, help="where the simulated files go (default: a temp dir)")
 
 
-def demo_config(world: DemoWorld, workdir: Path) -> Config:
+def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: int = 8765) -> Config:
+    # The stand-in `sglang` package cannot be asked for its flags the way a real host is: validate
+    # against the bundled schema of the version the simulator writes.
+    tables: dict[str, Any] = {**config_tables(), "restart": {"flags_schema": "0.5.23"}}
     host = HostConfig(
         name="demo",
         ssh="local",
@@ -36,8 +40,10 @@ def demo_config(world: DemoWorld, workdir: Path) -> Config:
         outputs=(world.outputs_glob,),
         target_completions=world.target_completions,
         launch=world.launch,
+        tables=tables,
     )
-    return Config(server=ServerConfig(data_dir=str(workdir), database="kvwatch.db"), hosts=(host,))
+    server = ServerConfig(host=bind, port=port, data_dir=str(workdir), database="kvwatch.db")
+    return Config(server=server, hosts=(host,))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_browser:
         threading.Timer(1.5, webbrowser.open, (f"http://{args.host}:{args.port}/",)).start()
     try:
-        serve(demo_config(world, workdir), args.host, args.port)
+        serve(demo_config(world, workdir, args.host, args.port), args.host, args.port)
     finally:
         world.stop()
     return 0

@@ -49,6 +49,11 @@ class Interrupted(Exception):
     """The host stayed unreachable longer than the reconnect window."""
 
 
+def run_log_path(log_dir: str, host: str, token: str) -> str:
+    """Where a controller-started server logs; `token="*"` gives the glob the collector follows."""
+    return f"{log_dir.rstrip('/')}/sglang-{_SAFE.sub('_', host)}-{token}.log"
+
+
 class HostController:
     """Restarts for one host. Thread-safe; at most one operation at a time."""
 
@@ -207,7 +212,7 @@ class HostController:
 
     def _log_path(self, token: str) -> str:
         """A new log file per start, named by the operation (never by anything a request chose)."""
-        return f"{self.settings.log_dir.rstrip('/')}/sglang-{_SAFE.sub('_', self.name)}-{token}.log"
+        return run_log_path(self.settings.log_dir, self.name, token)
 
     def _target(self, run_id: str, flags: dict[str, FlagValue], log_path: str) -> Target:
         schema = self._schema or self.schema()  # the one this request was validated against
