@@ -208,3 +208,19 @@ def test_following_the_controllers_busy_flag_mutes_and_re_arms(tmp_path: Path, r
         assert [a["rule"] for a in alerting.engine.snapshot() if a["state"] == "firing"] == []
     finally:
         services.stop()
+
+
+def test_the_app_mutes_a_host_its_controller_is_restarting(tmp_path: Path, serve_app: Any) -> None:
+    class Controller:  # what the app reads of app.state.controllers: HostController.busy
+        busy = False
+
+    services = services_for(tmp_path)
+    app = create_app(services)
+    app.state.controllers = {"gpu1": Controller()}
+    serve_app(app)
+    alerting = services.alerts
+    assert alerting is not None
+    Controller.busy = True
+    wait_for(lambda: alerting.muted("gpu1") is not None)
+    Controller.busy = False
+    wait_for(lambda: alerting.muted("gpu1") is None)
