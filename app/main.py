@@ -34,6 +34,8 @@ def create_app(services: Services, *, manage_collectors: bool = True) -> FastAPI
         if manage_collectors:
             services.start_collectors()
             services.alerts = start_alerting(services)
+            # Alerts of a host the controller is restarting are muted, and re-armed once it is done.
+            services.alerts.follow_restarts(lambda host: _restarting(app, host))
         try:
             yield
         finally:
@@ -61,3 +63,8 @@ def create_app(services: Services, *, manage_collectors: bool = True) -> FastAPI
         return Response(status_code=204)
 
     return app
+
+
+def _restarting(app: FastAPI, host: str) -> bool:
+    controller = getattr(app.state, "controllers", {}).get(host)  # set where the controller is wired
+    return bool(controller is not None and controller.busy)

@@ -125,10 +125,6 @@ class AlertEngine:
             changes = self._rearm(host, self.clock()) if host in self._mutes else []
         return self._emit(changes)
 
-    def muted_hosts(self) -> set[str]:
-        with self._lock:
-            return set(self._mutes)
-
     def muted(self, host: str) -> Mute | None:
         with self._lock:
             return copy.copy(self._mutes.get(host))

@@ -38,22 +38,14 @@ log = logging.getLogger(__name__)
 EVALUATE_EVERY_S = 1.0
 
 
-RESTART_MUTE_REASON = "controller restart"
-
-
 class AlertService:
-    def __init__(
-        self,
-        engine: AlertEngine,
-        delivery: WebhookDelivery | None,
-        interval: float = EVALUATE_EVERY_S,
-        restarting: Callable[[], set[str]] = set,
-    ):
+    def __init__(self, engine: AlertEngine, delivery: WebhookDelivery | None, interval: float = EVALUATE_EVERY_S):
         self.engine, self.delivery, self.interval = engine, delivery, interval
-        self.restarting = restarting  # hosts whose server the controller is restarting right now
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="alerts", daemon=True)
+        self._restarting: Callable[[str], bool] | None = None
+        self._muted_by_restart: set[str] = set()
 
     def start(self) -> None:
         if self.delivery is not None:
@@ -82,6 +74,23 @@ class AlertService:
         finally:
             self.engine.unmute(host)
 
+    def follow_restarts(self, restarting: Callable[[str], bool]) -> None:
+        """Mute each host while `restarting(host)` is true and re-arm it once it is false again: the
+        controller's `HostController.busy`, checked before every evaluation."""
+        self._restarting = restarting
+
+    def _sync_restarts(self) -> None:
+        if self._restarting is None:
+            return
+        for host in self.engine.hosts:
+            busy = self._restarting(host)
+            if busy and self.engine.muted(host) is None:
+                self.engine.mute(host, reason="controller restart")
+                self._muted_by_restart.add(host)
+            elif not busy and host in self._muted_by_restart:
+                self._muted_by_restart.discard(host)
+                self.engine.unmute(host)
+
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._wake.set()
@@ -91,21 +100,10 @@ class AlertService:
         if self.delivery is not None:
             self.delivery.stop(timeout)
 
-    def sync_restart_mutes(self) -> None:
-        """Mute a host while its controller restarts the server; re-arm once the restart is over."""
-        busy = self.restarting()
-        for host in busy:
-            if self.engine.muted(host) is None:
-                self.engine.mute(host, self.engine.clock() + MAX_MUTE_S, RESTART_MUTE_REASON)
-        for host in self.engine.muted_hosts() - busy:
-            mute = self.engine.muted(host)
-            if mute is not None and mute.reason == RESTART_MUTE_REASON:
-                self.engine.unmute(host)
-
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.sync_restart_mutes()
+                self._sync_restarts()
                 self.engine.evaluate()
             except Exception:  # the boundary: a store hiccup must not end alerting for good
                 log.exception("alert evaluation failed; retrying at the next tick")
@@ -136,9 +134,7 @@ def start_alerting(
         health=lambda host: _health(services, host),
         on_change=publish,
     )
-    service = AlertService(
-        engine, delivery, interval, restarting=lambda: {h for h, c in services.controllers.items() if c.busy}
-    )
+    service = AlertService(engine, delivery, interval)
     service.start()
     return service
 
