@@ -6,6 +6,7 @@ import ipaddress
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
@@ -62,11 +63,15 @@ def build_services(config: Config, collect: bool = True) -> Services:
     return services
 
 
-def serve(config: Config, host: str, port: int, collect: bool = True) -> None:
+def serve(
+    config: Config, host: str, port: int, collect: bool = True, after_start: Callable[[Services], None] | None = None
+) -> None:
     token = api_token(config)
     check_bind(host, token)
     services = build_services(config, collect=collect)
     app = create_app(services)
+    if after_start is not None:
+        after_start(services)
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
 

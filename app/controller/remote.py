@@ -93,3 +93,6 @@ class RemoteHost:
 
     def promote(self, run_id: str) -> dict[str, Any]:
         return self.call("promote", run_id)
+
+    def adopt(self, record: dict[str, Any]) -> dict[str, Any]:
+        return self.call("adopt", json.dumps(record))

@@ -103,6 +103,17 @@ class HostController:
             raise InvalidFlags([ValidationError(e.flag, f"in hosts.{self.name}.launch: {e.message}") for e in errors])
         return launch
 
+    def adopt(self, pid: int, log_path: str) -> None:
+        """Take over a running server that kvwatch did not start (the launch flags are its flags), so
+        the next restart stops it by pid, start time and command line like any other."""
+        schema = self.schema()
+        flags = self.launch(schema).flags
+        target = self._target(f"adopted-{pid}", flags, log_path)
+        answer = self.remote.adopt({"run_id": target.run_id, "pid": pid, "flags": flags, "log": log_path,
+                                    "host": target.host, "port": target.port})
+        if "error" in answer:
+            raise HostUnavailable(f"{self.name}: cannot adopt pid {pid}: {answer['error']}")
+
     def plan(self, flags: dict[str, object] | None = None, preset: str | None = None) -> dict[str, FlagValue]:
         """The complete flags a request means (launch + preset + flags). Raises InvalidFlags or Vetoed."""
         schema = self.schema()
