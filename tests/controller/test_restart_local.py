@@ -170,3 +170,40 @@ def test_an_unusable_state_dir_is_503_before_anything_runs(tmp_path: Path, contr
     with pytest.raises(HostUnavailable, match="helper lease failed"):
         controller.begin("t", flags={"mem-fraction-static": 0.85})
     assert controller.last is None
+
+
+def _wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+def test_a_server_started_by_hand_is_adopted_then_restarted(
+    tmp_path: Path, controllers, sinks: MemorySinks
+) -> None:
+    port = free_port()
+    config = make_config(tmp_path, port)
+    controller = controllers(config, sinks=sinks)
+    by_hand = subprocess.Popen(
+        [*controller.launch().argv(controller.schema(), controller.launch().flags)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        _wait_port(port)
+        not_leader = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        with pytest.raises(HostUnavailable, match="does not lead its own process group"):
+            controller.adopt(not_leader.pid, str(tmp_path / "hand.log"))
+        not_leader.kill()
+        not_leader.wait()
+        controller.adopt(by_hand.pid, str(tmp_path / "hand.log"))
+        operation = controller.begin("test", flags={"mem-fraction-static": 0.85})
+        assert controller.wait(120) is operation and operation.outcome == "ok", operation.public()
+        assert by_hand.wait(30) is not None  # the adopted server was stopped by the restart
+    finally:
+        if by_hand.poll() is None:
+            by_hand.kill()
+            by_hand.wait()
