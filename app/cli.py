@@ -8,10 +8,10 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from app.commands import collect, compare, demo, init, report, serve
+from app.commands import collect, compare, demo, export, init, parse, report, serve
 from app.errors import KvwatchError
 
-COMMANDS: tuple[ModuleType, ...] = (demo, serve, collect, compare, init, report)
+COMMANDS: tuple[ModuleType, ...] = (demo, serve, collect, parse, compare, report, export, init)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 EPILOG = """\
 config: --config FILE, else ./kvwatch.toml, else $XDG_CONFIG_HOME/kvwatch/kvwatch.toml

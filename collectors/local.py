@@ -7,6 +7,7 @@ import os
 import subprocess
 
 from collectors.base import CollectorError, CommandResult, FileStat, SourceMissing
+from collectors.stream import LocalStream
 
 
 class LocalTransport:
@@ -61,6 +62,10 @@ class LocalTransport:
         except OSError:
             return None
         return None
+
+    def open_stream(self, argv: list[str], pty: bool = False) -> LocalStream:
+        """`pty` is accepted for symmetry with SSH; a local child is killed on close anyway."""
+        return LocalStream(argv)
 
     def close(self) -> None:
         return None

@@ -19,6 +19,7 @@ import posixpath
 import socket
 import stat as statmod
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import paramiko
@@ -42,6 +43,8 @@ class SshOptions:
     tcp_keepintvl: int = 2
     tcp_keepcnt: int = 3
     tcp_user_timeout_ms: int = 8000
+    # how the TCP connection is made (tests: from inside a network namespace); default tcp_socket
+    socket_factory: Callable[[str, int, SshOptions], socket.socket] | None = None
 
 
 def tcp_socket(host: str, port: int, opts: SshOptions) -> socket.socket:
@@ -69,7 +72,7 @@ def open_client(target: SshTarget, opts: SshOptions, sock: object | None = None)
             client.load_system_host_keys()
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
         if sock is None:
-            sock = tcp_socket(target.host, target.port, opts)
+            sock = (opts.socket_factory or tcp_socket)(target.host, target.port, opts)
         files = list(target.identity_files)
         client.connect(
             hostname=target.host,
@@ -198,9 +201,12 @@ class SshTransport:
             return run_channel(chan, stdin, timeout, f"{self.name}: {argv[0]}")
 
     # -- extras used by tails, GPU and metrics -----------------------------------------------
-    def open_stream(self, argv: list[str]) -> ExecStream:
+    def open_stream(self, argv: list[str], pty: bool = False) -> ExecStream:
+        """A long-running command. `pty=True` for commands that may stay silent for hours (tail -F):
+        closing the channel then hangs up the pty, so the remote process ends with us instead of
+        lingering until its next write; output gets CRLF line ends (harmless for wake-ups/CSV)."""
         with map_ssh_errors(f"{self.name}: {argv[0] if argv else '?'}"):
-            chan = open_exec(self._paramiko(), quote_argv(argv), self.opts.io_timeout)
+            chan = open_exec(self._paramiko(), quote_argv(argv), self.opts.io_timeout, pty=pty)
         return ExecStream(chan, f"{self.name}: {argv[0]}")
 
     def open_tunnel(self, host: str, port: int) -> paramiko.Channel:

@@ -24,9 +24,11 @@ def quote_argv(argv: list[str]) -> str:
     return " ".join(shlex.quote(arg) for arg in argv)
 
 
-def open_exec(transport: paramiko.Transport, command: str, timeout: float) -> paramiko.Channel:
+def open_exec(transport: paramiko.Transport, command: str, timeout: float, pty: bool = False) -> paramiko.Channel:
     chan = transport.open_session(timeout=timeout)
     chan.settimeout(timeout)
+    if pty:
+        chan.get_pty(term="dumb", width=200, height=24)
     chan.exec_command(command)
     return chan
 

@@ -45,12 +45,12 @@ class AutoParser:
         self.health = ParseHealth()
         self.chosen: str | None = None
         self._factory = factory
-        self._delegate: LineParser | None = None
+        self.delegate: LineParser | None = None
         self._held: list[tuple[int, str]] = []
 
     def feed(self, line_no: int, text: str) -> list[Record]:
-        if self._delegate is not None:
-            return self._delegate.feed(line_no, text)
+        if self.delegate is not None:
+            return self.delegate.feed(line_no, text)
         self._held.append((line_no, text))
         self.health.lines += 1
         try:
@@ -62,13 +62,13 @@ class AutoParser:
         return self._choose(source or "sglang")
 
     def flush(self) -> list[Record]:
-        records = self._choose("sglang") if self._delegate is None else []
-        assert self._delegate is not None
-        return records + self._delegate.flush()
+        records = self._choose("sglang") if self.delegate is None else []
+        assert self.delegate is not None
+        return records + self.delegate.flush()
 
     def _choose(self, source: str) -> list[Record]:
         self.chosen = source
-        self._delegate = delegate = self._factory(source)
+        self.delegate = delegate = self._factory(source)
         self.health = delegate.health
         held, self._held = self._held, []
         return [record for line_no, text in held for record in delegate.feed(line_no, text)]

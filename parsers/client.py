@@ -20,6 +20,7 @@ _PROGRESS = re.compile(
     r"(?:(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\| *(?P<done>\d+)/(?P<total>\d+)"
     r"|(?P<done2>\d+)/(?P<total2>\d+) \[\d[\d:]*<)"
 )
+_LOG_LEVEL = re.compile(r"^[-: ]*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b[-: ]*")
 _RATE = re.compile(r"([\d.]+)(it|s)/(s|it)\]")
 
 
@@ -34,7 +35,7 @@ def _progress(line_no: int, text: str) -> Record | None:
         header = parse_header(desc)
         if header.ts is not None:
             record["ts"] = header.ts
-            desc = header.message.strip().rstrip(":").strip()
+            desc = _LOG_LEVEL.sub("", header.message).strip().rstrip(":").strip()
         if desc:
             record["desc"] = desc[-200:]
         rate = _RATE.search(segment, match.end())

@@ -84,7 +84,7 @@ def parse_header(text: str) -> Header:
 def search_header(prefix: str) -> Header:
     """Header of a batch line whose prefix may carry junk (a tqdm bar, a missing `[`)."""
     header = parse_header(prefix)
-    if header.found:
+    if header.found and not header.message.strip():
         return header
     # Only the tail: a timestamp belongs right before the message, and a bounded search stays linear.
     stamp = _LOOSE.search(prefix[-160:])

@@ -38,6 +38,15 @@ def _column_name(cell: str) -> str:
     return _KNOWN.get(query) or field_name(query)
 
 
+def _cell_value(cell: str) -> int | float | bool | str:
+    """`100 %` -> 100, `39287 MiB` -> 39287: nvidia-smi's units go, percent stays a percent."""
+    number, _, unit = cell.partition(" ")
+    value = field_value(number) if unit and " " not in unit else None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    return field_value(cell)
+
+
 def _is_header(cells: list[str]) -> bool:
     return all(_HEADER_CELL.fullmatch(cell) for cell in cells)
 
@@ -81,5 +90,5 @@ class NvidiaSmiParser:
                     return None
                 record["ts"] = f"{stamp[1]}-{stamp[2]}-{stamp[3]}T{stamp[4]}"
             else:
-                record[name] = field_value(cell)
+                record[name] = _cell_value(cell)
         return record if "gpu" in record else None

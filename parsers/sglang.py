@@ -19,6 +19,7 @@ from parsers.base import ParseHealth, Record
 from parsers.events import TracebackMixin, event_of, event_record, open_block
 from parsers.header import Header, parse_header, search_header
 from parsers.server_args import parse_args_dump
+from parsers.shapes import BatchShapes
 from parsers.values import field_name, field_value, split_pairs
 
 __all__ = ["SglangParser", "field_name", "field_value", "is_access_line", "parse_batch"]
@@ -121,6 +122,7 @@ class SglangParser(TracebackMixin):
 
     def __init__(self) -> None:
         self.health = ParseHealth()
+        self._shapes = BatchShapes()
 
     def feed(self, line_no: int, text: str) -> list[Record]:
         self.health.lines += 1
@@ -148,9 +150,15 @@ class SglangParser(TracebackMixin):
 
     def _line(self, line_no: int, text: str, header: Header | None) -> list[Record]:
         if " batch" in text:
-            record = parse_batch(line_no, text)
-            if record is not None:
-                return [record]
+            start = _batch_start(text)
+            if start is not None:
+                record = self._shapes.parse(start[1], line_no, text)
+                if record is None:
+                    record = parse_batch(line_no, text)
+                    if record is not None:
+                        self._shapes.learn(start[1], text)
+                if record is not None:
+                    return [record]
         if is_access_line(text):
             self.health.access += 1
             return []

@@ -1,99 +1,103 @@
-"""The demo world: a simulated SGLang server, its client and their files, on this machine.
+"""The demo world: simulated SGLang servers and the client as subprocesses, writing the run's files.
 
-`start_demo_world(workdir)` starts them and returns where the files are; `DemoWorld.stop()` ends them.
-Log timestamps are event time. The clock starts `BACKFILL_S` in the past and runs `WARP` times faster
-than the wall clock until it reaches now, so that within the first minute (speed 1) the server log
-holds minutes of a run: a start, the warm-up burst, then saturation (token usage above 0.95, a queue).
+The story (event time, as the logs tell it): the fp8 run (0.90 + fp8_e4m3 KV + hicache: 376K
+tokens, 150 running, no queue) serves for a few minutes; the owner vetoes fp8, so it is stopped with
+SIGTERM and the server comes back at 0.88 + hicache in bf16 (159K tokens), which saturates: usage
+0.96-0.98, a queue of ~70-90, retractions. Both runs append to one server log, the client retries
+through the restart and keeps appending to `prepared/<dataset>/raw_responses.jsonl`.
+
+Log time starts BACKFILL_S before the demo starts and runs faster than the wall clock until, after
+CATCH_UP_S of wall time (at speed 1), it has caught up with now; from then on it is real time.
+So within the first minute the log holds minutes of saturation and an alert has something to fire on.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import os
-import random
 import shlex
+import signal
+import socket
+import subprocess
+import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simulator import startup
-from simulator.clock import SimClock
-from simulator.engine import Engine, EngineConfig, Request
-from simulator.logwriter import LogWriter
 from simulator.spec import ServerSpec
-from simulator.workload import DATASETS, Dataset, OutputSink, response_text, sample_lengths, tqdm_line
+from simulator.workload import DATASETS
 
-BACKFILL_S = 480.0
-WARP = 9.0  # with BACKFILL_S: the clock reaches now after 60 s of wall time at speed 1
-CLIENT_CONCURRENCY = 150
+BACKFILL_S = 720.0
+CATCH_UP_S = 60.0
+BASELINE_RUN_S = 300.0  # simulated seconds of the fp8 run, startup included
+DRAIN_S = 5.0
 MODEL_PATH = "/models/Kimi-K2.5"
+DEMO_DATASETS = DATASETS[1:]  # B1 was done before the story starts
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
-SATURATING_SPEC = ServerSpec(
-    model_path=MODEL_PATH, tp_size=8, mem_fraction_static=0.88, enable_hierarchical_cache=True,
-    hicache_size=48, port=30000, enable_metrics=True,
-)
+BASE_FLAGS: dict[str, object] = {"model-path": MODEL_PATH, "tp-size": 8, "enable-metrics": True}
 
-
-def launch_command(spec: ServerSpec) -> str:
-    """The SGLang command line the controller would run for `spec`."""
-    parts = ["python", "-m", "sglang.launch_server", "--model-path", spec.model_path]
-    parts += ["--tp", str(spec.tp_size)]
-    if spec.mem_fraction_static is not None:
-        parts += ["--mem-fraction-static", str(spec.mem_fraction_static)]
-    if spec.kv_cache_dtype != "auto":
-        parts += ["--kv-cache-dtype", spec.kv_cache_dtype]
-    if spec.enable_hierarchical_cache:
-        parts += ["--enable-hierarchical-cache", "--hicache-size", f"{spec.hicache_size:g}"]
-    parts += ["--host", spec.host, "--port", str(spec.port)]
-    if spec.enable_metrics:
-        parts.append("--enable-metrics")
-    return shlex.join(parts)
+# Named flag sets for the controller: flag name without dashes -> value (True = a bare switch).
+PRESETS: dict[str, dict[str, object]] = {
+    "default": {"mem-fraction-static": 0.85},
+    "hicache-0.88": {"mem-fraction-static": 0.88, "enable-hierarchical-cache": True, "hicache-size": 48},
+    "fp8-0.90": {"mem-fraction-static": 0.90, "kv-cache-dtype": "fp8_e4m3",
+                 "enable-hierarchical-cache": True, "hicache-size": 48},
+    "hicache-0.93": {"mem-fraction-static": 0.93, "enable-hierarchical-cache": True, "hicache-size": 48},
+}
+VETOES: dict[str, tuple[object, ...]] = {"kv-cache-dtype": ("fp8_e4m3", "fp8_e5m2", "mxfp8")}
+VETOED_PRESETS: tuple[str, ...] = ("fp8-0.90",)
+BASELINE_PRESET = "fp8-0.90"
+SATURATING_PRESET = "hicache-0.88"
 
 
-class _ClosedLoopClient:
-    """Keeps CLIENT_CONCURRENCY requests in flight, dataset after dataset, like the run's client."""
+def flag_args(flags: dict[str, object]) -> list[str]:
+    """`{"tp-size": 8, "enable-metrics": True}` -> `["--tp-size", "8", "--enable-metrics"]`."""
+    argv: list[str] = []
+    for name, value in flags.items():
+        if value is True:
+            argv.append(f"--{name}")
+        elif value not in (False, None):
+            argv += [f"--{name}", str(value)]
+    return argv
 
-    def __init__(self, engine: Engine, workdir: Path, client_log: Path, seed: int,
-                 datasets: tuple[Dataset, ...] = DATASETS[1:]) -> None:
-        self.engine = engine
-        self.rng = random.Random(seed)
-        self.sink = OutputSink(workdir)
-        self.log = client_log.open("a", encoding="utf-8")
-        self.queue: list[tuple[Dataset, int]] = [(ds, i) for ds in datasets for i in range(ds.count)]
-        self.next_index = 0
-        self.done: dict[str, int] = {}
-        self.started: dict[str, float] = {}
 
-    def fill(self) -> None:
-        in_flight = self.next_index - sum(self.done.values())
-        while in_flight < CLIENT_CONCURRENCY and self.next_index < len(self.queue):
-            ds, index = self.queue[self.next_index]
-            self.next_index += 1
-            in_flight += 1
-            self.started.setdefault(ds.name, self.engine.t)
-            prompt, response = sample_lengths(self.rng, ds)
-            self.engine.submit(Request(
-                rid=f"{ds.name}-{index}", prompt_tokens=prompt, output_tokens=response,
-                max_new_tokens=ds.max_new_tokens, prefix_key=ds.name, prefix_tokens=ds.system_prompt_tokens,
-                on_done=functools.partial(self._done, ds),
-            ))
+def spec_for(preset: str, port: int) -> ServerSpec:
+    flags = {**BASE_FLAGS, **PRESETS[preset]}
+    return ServerSpec(
+        model_path=MODEL_PATH, tp_size=8, port=port, enable_metrics=True,
+        mem_fraction_static=float(str(flags["mem-fraction-static"])),
+        kv_cache_dtype=str(flags.get("kv-cache-dtype", "auto")),
+        enable_hierarchical_cache=bool(flags.get("enable-hierarchical-cache", False)),
+        hicache_size=float(str(flags.get("hicache-size", 0))),
+    )
 
-    def _done(self, ds: Dataset, req: Request) -> None:
-        self.done[ds.name] = self.done.get(ds.name, 0) + 1
-        self.sink.append(ds.name, {
-            "id": req.rid, "dataset": ds.name, "response": response_text(self.rng, req.output_tokens),
-            "usage": {"prompt_tokens": req.prompt_tokens, "completion_tokens": req.generated},
-        })
-        n = self.done[ds.name]
-        if n % 5 == 0 or n == ds.count:
-            elapsed = self.engine.t - self.started.get(ds.name, 0.0)
-            self.log.write(tqdm_line(ds.name, n, ds.count, elapsed) + "\n")
-            self.log.flush()
-        self.fill()
 
-    def close(self) -> None:
-        self.sink.close()
-        self.log.close()
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_shim(workdir: Path, speed: float) -> Path:
+    """`python -m sglang.launch_server` that runs the simulator (PYTHONPATH puts it first)."""
+    shim = workdir / ".sim" / "shim"
+    (shim / "sglang").mkdir(parents=True, exist_ok=True)
+    (shim / "sglang" / "__init__.py").write_text('"""Simulated SGLang (kvwatch demo)."""\n', encoding="utf-8")
+    extra = ["--sim-speed", str(speed), "--sim-pid-file", str(workdir / ".sim" / "server.pid")]
+    (shim / "sglang" / "launch_server.py").write_text(
+        "import sys\n\nfrom simulator.server import main\n\n"
+        f"sys.exit(main(sys.argv[1:] + {extra!r}))\n", encoding="utf-8")
+    return shim
+
+
+def launch_line(shim: Path, port: int, preset: str) -> str:
+    """The command line the controller runs to (re)start the server, SGLang's own flags only."""
+    env = f"PYTHONPATH={shlex.quote(f'{shim}{os.pathsep}{REPO_ROOT}')}"
+    argv = [sys.executable, "-m", "sglang.launch_server", *flag_args({**BASE_FLAGS, **PRESETS[preset]}),
+            "--host", "127.0.0.1", "--port", str(port)]
+    return f"{env} {shlex.join(argv)}"
 
 
 @dataclass
@@ -104,53 +108,112 @@ class DemoWorld:
     outputs_glob: str
     launch: str
     target_completions: int
+    port: int = 30000
+    speed: float = 1.0
+    presets: dict[str, dict[str, object]] = field(default_factory=lambda: dict(PRESETS))
     _stop: threading.Event = field(default_factory=threading.Event)
-    _threads: list[threading.Thread] = field(default_factory=list)
+    _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    _thread: threading.Thread | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def pid_file(self) -> Path:
+        return self.workdir / ".sim" / "server.pid"
+
+    def _spawn(self, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        with log.open("ab") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
+                                    start_new_session=True)
+        self._procs.append(proc)
+        return proc
+
+    def start_server(self, preset: str, backfill: float, warp: float) -> subprocess.Popen[bytes]:
+        argv = [sys.executable, "-m", "simulator.server", *flag_args({**BASE_FLAGS, **PRESETS[preset]}),
+                "--host", "127.0.0.1", "--port", str(self.port), "--sim-speed", str(self.speed),
+                "--sim-backfill", f"{backfill:.3f}", "--sim-warp", f"{warp:.4f}",
+                "--sim-drain-timeout", str(DRAIN_S), "--sim-pid-file", str(self.pid_file),
+                "--sim-parent-pid", str(os.getpid())]
+        return self._spawn(argv, self.server_log)
+
+    def start_client(self) -> subprocess.Popen[bytes]:
+        argv = [sys.executable, "-m", "simulator.client", "--url", f"http://127.0.0.1:{self.port}",
+                "--workdir", str(self.workdir), "--datasets", ",".join(ds.name for ds in DEMO_DATASETS),
+                "--flush", "--parent-pid", str(os.getpid())]
+        return self._spawn(argv, self.client_log)
 
     def stop(self) -> None:
+        """SIGTERM every process the demo started (and a server the controller restarted), then wait."""
         self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=10)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        pids = {p.pid for p in self._procs if p.poll() is None}
+        if self.pid_file.exists():
+            text = self.pid_file.read_text(encoding="utf-8").strip()
+            pids.update({int(text)} if text.isdigit() else set())
+        for pid in pids:
+            _signal(pid, signal.SIGTERM)
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
-def _run_server(world: DemoWorld, spec: ServerSpec, clock: SimClock, seed: int) -> None:
-    with world.server_log.open("a", encoding="utf-8") as stream:
-        log = LogWriter(stream, spec.fmt, clock, tp_size=spec.tp_size)
-        t = startup.write_boot(log, spec)
-        t = startup.write_capacity(log, spec, t)
-        t = startup.write_ready(log, spec, t, os.getpid())
-        engine = Engine(EngineConfig(
-            max_total_num_tokens=spec.capacity().max_total_num_tokens,
-            max_running_requests=spec.max_running(), decode_log_interval=spec.decode_log_interval,
-            cuda_graph_max_bs=spec.graph_max_bs, seed=seed,
-        ), log)
-        engine.t = t
-        client = _ClosedLoopClient(engine, world.workdir, world.client_log, seed + 1)
-        client.fill()
-        try:
-            while not world._stop.wait(0.05):
-                engine.advance_to(clock.sim_now())
-        finally:
-            client.close()
+def _signal(pid: int, sig: signal.Signals) -> None:
+    """Signal `pid` only if it is still a simulated server (a stale pid file may name a reused pid)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return
+    if b"simulator" in cmdline or b"sglang.launch_server" in cmdline:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
 
 
-def start_demo_world(workdir: Path, speed: float = 1.0, seed: int = 0) -> DemoWorld:
-    """Start the simulated server and client writing under `workdir`; returns their paths."""
-    workdir = Path(workdir)
+def _story(world: DemoWorld) -> None:
+    """Baseline fp8 run, SIGTERM (the veto), then the saturating bf16 run, all in event time."""
+    speed = world.speed
+    catch_up = CATCH_UP_S / speed
+    warp1 = 1.0 + BACKFILL_S / (speed * catch_up)
+    baseline = world.start_server(BASELINE_PRESET, BACKFILL_S, warp1)
+    world.start_client()
+    if world._stop.wait(BASELINE_RUN_S / (warp1 * speed)):
+        return
+    baseline.send_signal(signal.SIGTERM)
+    try:
+        baseline.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        baseline.kill()
+    if world._stop.is_set():
+        return
+    # The second run starts 1 s (log time) after the first ended and catches up at the same wall moment.
+    e2 = time.monotonic() - world.started
+    first_reached = min(warp1 * speed * e2, BACKFILL_S + speed * e2)
+    backfill2 = max(BACKFILL_S + e2 - first_reached - 1.0, 0.0)
+    remaining = max(catch_up - e2, 5.0 / speed)
+    world.start_server(SATURATING_PRESET, backfill2, 1.0 + backfill2 / (speed * remaining))
+
+
+def start_demo_world(workdir: Path, speed: float = 1.0) -> DemoWorld:
+    """Start the story under `workdir` (logs/, prepared/); returns where the files are."""
+    workdir = Path(workdir).resolve()
     (workdir / "logs").mkdir(parents=True, exist_ok=True)
-    spec = SATURATING_SPEC
+    port = free_port()
+    shim = write_shim(workdir, speed)
     world = DemoWorld(
         workdir=workdir,
         server_log=workdir / "logs" / "sglang_inference.log",
         client_log=workdir / "logs" / "inference_all.log",
         outputs_glob=str(workdir / "prepared" / "*" / "raw_responses.jsonl"),
-        launch=launch_command(spec),
-        target_completions=sum(ds.count for ds in DATASETS[1:]),
+        launch=launch_line(shim, port, SATURATING_PRESET),
+        target_completions=sum(ds.count for ds in DEMO_DATASETS),
+        port=port,
+        speed=speed,
     )
+    world.server_log.touch()
     world.client_log.touch()
-    clock = SimClock(speed=speed, backfill_s=BACKFILL_S, warp=WARP)
-    thread = threading.Thread(target=_run_server, args=(world, spec, clock, seed), name="sim-server",
-                              daemon=True)
-    world._threads.append(thread)
-    thread.start()
+    world._thread = threading.Thread(target=_story, args=(world,), name="demo-story", daemon=True)
+    world._thread.start()
     return world

@@ -26,7 +26,7 @@ class VersionFormat:
     retract_style: str  # "decode_oom" (<=0.4.6), "pool_full" (0.4.7-0.5.5), "gained" (0.5.8+)
     load_weight_style: str  # "dtype" (<=0.4.3), "usage" (0.4.6-0.5.8), "elapsed" (0.5.13+)
     uvicorn_bracketed: bool  # "[time] INFO:     ..." (0.3.6+) or plain uvicorn "INFO:     ..."
-    sigterm_style: str  # "plain" (no graceful drain), "drain" (0.5.x tokenizer manager)
+    sigterm_style: str  # "plain" (uvicorn shuts down), "drain" (tokenizer manager drains, kills its tree)
 
 
 VERSIONS: dict[str, VersionFormat] = {
@@ -35,9 +35,9 @@ VERSIONS: dict[str, VersionFormat] = {
         VersionFormat("0.3.0", "%H:%M:%S", True, ".", False, False, "hit_rate", "old", True,
                       "none", "none", "decode_oom", "dtype", False, "plain"),
         VersionFormat("0.4.6", "%Y-%m-%d %H:%M:%S", True, ".", False, False, "usage", "chunked", True,
-                      "tokens", "dataclass", "decode_oom", "usage", True, "plain"),
+                      "tokens", "dataclass", "decode_oom", "usage", True, "drain"),
         VersionFormat("0.4.10", "%Y-%m-%d %H:%M:%S", False, ".", True, True, "usage", "gpu_mem", False,
-                      "tokens", "dataclass", "pool_full", "usage", True, "plain"),
+                      "tokens", "dataclass", "pool_full", "usage", True, "drain"),
         VersionFormat("0.5.8", "%Y-%m-%d %H:%M:%S", False, ",", True, True, "usage", "gpu_mem", False,
                       "tokens", "dataclass", "gained", "usage", True, "drain"),
         VersionFormat("0.5.23", "%Y-%m-%d %H:%M:%S", False, ",", False, True, "pending", "gpu_mem", False,

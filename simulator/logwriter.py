@@ -16,11 +16,12 @@ class LogWriter:
     """One log stream (a file or stdout); safe to call from the engine and HTTP threads."""
 
     def __init__(self, stream: TextIO, fmt: logfmt.VersionFormat, clock: SimClock, tp_size: int = 1,
-                 pace: bool = True) -> None:
+                 pace: bool = True, dp_size: int = 1) -> None:
         self.stream = stream
         self.fmt = fmt
         self.clock = clock
         self.tp_size = tp_size
+        self.dp_size = dp_size
         self.pace = pace
         self._lock = threading.Lock()
 
@@ -42,8 +43,12 @@ class LogWriter:
         self.write_raw(f"[{self.stamp(sim_t)}] {message}")
 
     def rank(self, sim_t: float, message: str, tp_rank: int = 0, dp_rank: int | None = None) -> None:
-        tag = logfmt.rank_tag(self.fmt, tp_rank, self.tp_size, dp_rank)
-        self.write_raw(f"[{self.stamp(sim_t)}{tag}] {message}")
+        """A scheduler's line; with --dp-size > 1 and no dp_rank given, every DP rank's scheduler logs it."""
+        stamp = self.stamp(sim_t)
+        ranks: list[int | None] = [dp_rank] if dp_rank is not None or self.dp_size == 1 else list(
+            range(self.dp_size))
+        for rank in ranks:
+            self.write_raw(f"[{stamp}{logfmt.rank_tag(self.fmt, tp_rank, self.tp_size, rank)}] {message}")
 
     def all_ranks(self, sim_t: float, message: str, dp_rank: int | None = None) -> None:
         """Lines every TP rank logs (retractions, host-pool allocation, old capacity lines)."""

@@ -57,22 +57,49 @@ def write_capacity(log: LogWriter, spec: ServerSpec, t: float) -> float:
     return t
 
 
-def write_oom(log: LogWriter, spec: ServerSpec, t: float) -> None:
-    """CUDA-graph capture runs out of memory (mem fraction too high): traceback, then SIGQUIT."""
-    log.rank(t, "Scheduler hit an exception: Traceback (most recent call last):")
-    for text in (
-        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 3011, '
-        "in run_scheduler_process",
+SITE = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
+CRASHES: dict[str, tuple[str, ...]] = {
+    "oom": (
+        f'  File "{SITE}/managers/scheduler.py", line 3011, in run_scheduler_process',
         "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)",
-        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", '
-        "line 391, in capture",
+        f'  File "{SITE}/model_executor/cuda_graph_runner.py", line 391, in capture',
         "    out = self.capture_one_batch_size(bs, forward)",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total capacity "
-        f"of 139.81 GiB of which {spec.capacity().available_gpu_mem_gib:.2f} GiB is free.",
-        "",
-    ):
-        log.write_raw(text)
-    log.untagged(t + 0.1, "Received sigquit from a child process. It usually means the child failed.")
+        "of 139.81 GiB of which 312.00 MiB is free.",
+    ),
+    "no_memory": (
+        f'  File "{SITE}/managers/scheduler.py", line 3011, in run_scheduler_process',
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)",
+        f'  File "{SITE}/model_executor/model_runner.py", line 1502, in init_memory_pool',
+        '    raise RuntimeError(',
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    ),
+    "exception": (
+        f'  File "{SITE}/managers/scheduler.py", line 3015, in run_scheduler_process',
+        "    scheduler.event_loop_overlap()",
+        f'  File "{SITE}/managers/scheduler.py", line 1074, in event_loop_overlap',
+        "    batch_result = self.run_batch(batch)",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ),
+}
+
+
+def write_crash(log: LogWriter, spec: ServerSpec, t: float, kind: str) -> None:
+    """A scheduler exception (or a watchdog timeout), then the launcher's SIGQUIT line."""
+    if kind == "watchdog":
+        if logfmt.at_least(spec.version, "0.5.8"):
+            log.rank(t, "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)")
+        else:
+            log.rank(t, "Watchdog timeout (self.watchdog_timeout=300)")
+    else:
+        log.rank(t, "Scheduler hit an exception: Traceback (most recent call last):")
+        for text in CRASHES[kind]:
+            log.write_raw(text)
+        log.write_raw("")
+    if logfmt.at_least(spec.version, "0.5.3") and kind in ("exception", "watchdog"):
+        log.untagged(t + 0.1, "SIGQUIT received. signum=3, frame=None. It usually means one child failed.")
+    elif logfmt.at_least(spec.version, "0.4.6"):
+        log.untagged(t + 0.1, "Received sigquit from a child process. It usually means the child failed.")
 
 
 def write_ready(log: LogWriter, spec: ServerSpec, t: float, pid: int) -> float:
@@ -89,11 +116,23 @@ def write_ready(log: LogWriter, spec: ServerSpec, t: float, pid: int) -> float:
     return t
 
 
-def write_sigterm(log: LogWriter, spec: ServerSpec, t: float, remaining: int, pid: int) -> None:
-    """What the launcher logs when it gets SIGTERM, before it kills its own process tree."""
-    if spec.fmt.sigterm_style == "drain":
-        log.untagged(t, "SIGTERM received. signum=15 frame=None. Draining requests and shutting down...")
-        log.untagged(t, f"Gracefully exiting... Remaining number of requests {remaining}. "
-                        "Remaining requests remaining_rids=[].")
+def write_sigterm(log: LogWriter, t: float) -> None:
+    log.untagged(t, "SIGTERM received. signum=15 frame=None. Draining requests and shutting down...")
+
+
+def write_draining(log: LogWriter, t: float, rids: list[str]) -> None:
+    """The tokenizer manager's line, every 5 s while requests remain, then once at zero."""
+    shown = rids[:8]
+    log.untagged(t, f"Gracefully exiting... Remaining number of requests {len(rids)}. "
+                    f"Remaining requests remaining_rids={shown!r}.")
+
+
+def write_kill_tree(log: LogWriter, spec: ServerSpec, t: float, pid: int) -> None:
     if logfmt.at_least(spec.version, "0.5.13"):
         log.untagged(t, f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}")
+
+
+def write_uvicorn_shutdown(log: LogWriter, t: float, pid: int) -> None:
+    for text in ("Shutting down", "Waiting for application shutdown.", "Application shutdown complete.",
+                 f"Finished server process [{pid}]"):
+        log.uvicorn(t, text)

@@ -37,12 +37,15 @@ class WebhookDelivery:
         url: str,
         store: Store,
         *,
+        base_url: str = "",
         max_attempts: int = 8,
         backoff_s: float = 1.0,
         backoff_max_s: float = 60.0,
         timeout_s: float = 10.0,
     ) -> None:
-        self.url, self.store = url, store
+        if urlsplit(url).scheme not in ("http", "https"):
+            raise ValueError("webhook: only http:// and https:// URLs are posted to")
+        self.url, self.store, self.base_url = url, store, base_url
         self.max_attempts, self.backoff_s, self.backoff_max_s = max_attempts, backoff_s, backoff_max_s
         self.timeout_s = timeout_s
         self._queue: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue()
@@ -73,7 +76,7 @@ class WebhookDelivery:
         if key in self._known:
             return
         self._known.add(key)
-        data = {"status": "pending", "attempts": 0, "body": message(change, key)}
+        data = {"status": "pending", "attempts": 0, "body": message(change, key, self.base_url)}
         self.store.put_document(DELIVERY_DOC, key, change.alert.host, time.time(), data)
         self._queue.put((key, change.alert.host, data))
 
@@ -136,10 +139,11 @@ class WebhookDelivery:
             return str(getattr(exc, "reason", exc)), True
 
 
-def message(change: Change, dedup_key: str) -> dict[str, Any]:
-    alert = change.payload
+def message(change: Change, dedup_key: str, base_url: str = "") -> dict[str, Any]:
+    """The POST body; `base_url` ("http://host:port" of the dashboard) makes the chart link absolute."""
+    link = base_url + change.payload["link"]
+    alert = {**change.payload, "link": link}
     label = "FIRING" if alert["state"] == "firing" else "RESOLVED"
-    link = alert["link"]
     chart = f"<{link}|chart>" if link.startswith(("http://", "https://")) else f"chart: {link}"
     late = " (found in a backlog)" if alert.get("late") else ""
     return {

@@ -3,7 +3,8 @@
 - Rules over log lines step on event time, one observation per new sample in log order, so a backlog
   read after a reconnect plays out exactly as it would have live (changes found in it are `late`).
   The first evaluation of a rule with no stored state looks back FIRST_LOOKBACK_S of log time: a
-  kvwatch started on an already saturated server fires without replaying days of history.
+  kvwatch started on an already saturated server fires without replaying days of history; a rule
+  with a stored watermark catches up at most CATCH_UP_LIMIT_S of log time.
 - States are documents (kind "alert", key "host/rule"), written on every change and flushed every
   FLUSH_EVERY_S, so a new engine on the same store carries firing alerts on without a new message.
 - `mute(host)` freezes a host's rules while the controller restarts its server; `unmute(host)` (or
@@ -32,6 +33,7 @@ from app.store.base import Store
 
 log = logging.getLogger(__name__)
 FIRST_LOOKBACK_S = 600.0
+CATCH_UP_LIMIT_S = 3600.0  # like Prometheus' for-outage-tolerance: older backlog is history, not news
 FLUSH_EVERY_S = 10.0
 RESOLVED_RETENTION_S = 900.0  # resolved alerts stay listed this long (Prometheus keeps 15 m too)
 MAX_MUTE_S = 1800.0  # a mute without an end still ends: a crashed controller must not silence a host
@@ -65,9 +67,8 @@ class AlertEngine:
         clock: Callable[[], float] = time.time,
         health: Callable[[str], HostHealth | None] | None = None,
         on_change: Callable[[Change], None] | None = None,
-        base_url: str = "",
     ) -> None:
-        self.store, self.clock, self.base_url = store, clock, base_url
+        self.store, self.clock = store, clock
         self.on_change = on_change
         self.hosts = {h.name: h for h in hosts}
         self.rules = {name: {r.name: r for r in rules.get(name, ())} for name in self.hosts}
@@ -77,9 +78,10 @@ class AlertEngine:
         self._readers = {name: HostReader(store, name) for name in self.hosts}
         self._fresh = {name: Freshness(started=now) for name in self.hosts}
         self._alerts = {a.key: a for a in map(AlertState.from_dict, _docs(store, ALERT_DOC))}
-        self._mutes = {
-            d["host"]: Mute(d["until"], d["reason"]) for d in _docs(store, MUTE_DOC) if d["until"] > now
-        }
+        mutes = [d for d in _docs(store, MUTE_DOC) if d["host"] in self.hosts]
+        self._mutes = {d["host"]: Mute(d["until"], d["reason"]) for d in mutes if d["until"] > now}
+        for doc in mutes:  # a host re-armed before a restart stays re-armed at the same point
+            self._readers[doc["host"]].floor = doc.get("armed_at")
         self._dirty: set[str] = set()
         self._flushed_at = now
 
@@ -89,17 +91,23 @@ class AlertEngine:
         with self._lock:
             now = self.clock()
             for host in self.hosts:
-                mute = self._mutes.get(host)
-                if mute is not None and mute.until <= now:
-                    changes += self._rearm(host, now)
-                if host in self._mutes:
-                    continue
-                self._fresh[host].refresh(self.store, host, now)
-                for rule in self.rules[host].values():
-                    changes += self._evaluate_rule(host, rule, now)
+                try:
+                    self._evaluate_host(host, now, changes)
+                except Exception:  # one host's failure must not hold back the others' changes
+                    log.exception("%s: alert evaluation failed; retrying at the next tick", host)
             if now - self._flushed_at >= FLUSH_EVERY_S:
                 self.flush()
         return self._emit(changes)
+
+    def _evaluate_host(self, host: str, now: float, changes: list[Change]) -> None:
+        mute = self._mutes.get(host)
+        if mute is not None and mute.until <= now:
+            changes += self._rearm(host, now)
+        if host in self._mutes:
+            return
+        self._fresh[host].refresh(self.store, host, now)
+        for rule in self.rules[host].values():
+            changes += self._evaluate_rule(host, rule, now)
 
     def mute(self, host: str, until: float | None = None, reason: str = "controller restart") -> None:
         """Freeze `host`'s alerts until `until` (epoch seconds, wall clock) or `unmute(host)`."""
@@ -108,9 +116,7 @@ class AlertEngine:
             now = self.clock()
             mute = Mute(until if until is not None else now + MAX_MUTE_S, reason)
             self._mutes[host] = mute
-            self.store.put_document(
-                MUTE_DOC, host, host, now, {"host": host, "until": mute.until, "reason": reason}
-            )
+            self.store.put_document(MUTE_DOC, host, host, now, {"host": host, "until": mute.until, "reason": reason})
 
     def unmute(self, host: str) -> list[Change]:
         """End a mute and re-arm the host's rules; returns the changes that re-arming made."""
@@ -123,9 +129,7 @@ class AlertEngine:
         with self._lock:
             return copy.copy(self._mutes.get(host))
 
-    def snapshot(
-        self, host: str | None = None, retention_s: float = RESOLVED_RETENTION_S
-    ) -> list[dict[str, Any]]:
+    def snapshot(self, host: str | None = None, retention_s: float = RESOLVED_RETENTION_S) -> list[dict[str, Any]]:
         """Alerts a person should see: pending and firing, and resolved ones for `retention_s`."""
         with self._lock:
             now = self.clock()
@@ -163,15 +167,13 @@ class AlertEngine:
             seen = WATCHES[rule.kind](context, rule)
             observations = [] if seen is None else [seen]
         else:
-            start = alert.evaluated_to if alert.evaluated_to is not None else self._first_start(host)
+            start = self._start(host, alert.evaluated_to)
             if start is None:
                 return []
             observations = SIGNALS[rule.kind](self._readers[host], rule, start)
         return self._apply(alert, rule, observations, now)
 
-    def _apply(
-        self, alert: AlertState, rule: RuleSpec, observations: list[Observation], now: float
-    ) -> list[Change]:
+    def _apply(self, alert: AlertState, rule: RuleSpec, observations: list[Observation], now: float) -> list[Change]:
         changes = []
         newest = observations[-1].t if observations else 0.0
         for obs in observations:
@@ -220,10 +222,17 @@ class AlertEngine:
         log.info("alert %s: %s -> %s (value %s)", alert.key, previous, alert.state, alert.value)
         return Change(previous, copy.copy(alert), rule, self._public(alert))
 
-    def _first_start(self, host: str) -> float | None:
+    def _start(self, host: str, evaluated_to: float | None) -> float | None:
+        """Where a rule's observations resume: after its watermark, but never more than
+        CATCH_UP_LIMIT_S before the newest data (a kvwatch that was down for a day does not replay
+        the day), and FIRST_LOOKBACK_S before it for a rule never evaluated."""
         marks = self._fresh[host].marks
         latest = marks.get("token_usage") or marks.get("events")
-        return None if latest is None else latest - FIRST_LOOKBACK_S
+        if latest is None:
+            return evaluated_to
+        if evaluated_to is None:
+            return latest - FIRST_LOOKBACK_S
+        return max(evaluated_to, latest - CATCH_UP_LIMIT_S)
 
     def _alert(self, host: str, rule: str) -> AlertState:
         key = f"{host}/{rule}"
@@ -233,7 +242,7 @@ class AlertEngine:
 
     def _public(self, alert: AlertState) -> dict[str, Any]:
         rule = self.rules.get(alert.host, {}).get(alert.rule)
-        return public(alert, rule, muted=alert.host in self._mutes, base_url=self.base_url)
+        return public(alert, rule, muted=alert.host in self._mutes)
 
     def _persist(self, alert: AlertState) -> None:
         t = alert.since if alert.since is not None else 0.0

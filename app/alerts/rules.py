@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from app.config import Config, HostConfig
 from app.errors import ConfigError
@@ -110,7 +111,11 @@ def rules_for_host(config: Config, host: HostConfig) -> tuple[RuleSpec, ...]:
 
 
 def validate_alert_config(config: Config) -> None:
-    """Raise ConfigError for the first bad `[alerts]` field anywhere in the config."""
+    """Raise ConfigError for the first bad `[alerts]` field anywhere in the config, or a webhook
+    that is not an http(s) URL (urllib would open file:// too)."""
+    webhook = config.server.webhook
+    if webhook is not None and (urlsplit(webhook).scheme not in ("http", "https") or not urlsplit(webhook).hostname):
+        raise ConfigError(f"{config.path}: server.webhook: expected an http:// or https:// URL, got {webhook!r}")
     for host in config.hosts:
         rules_for_host(config, host)
     if not config.hosts:
@@ -158,9 +163,7 @@ def _param(key: str, value: Any, name: str) -> Any:
         return parse_duration(value, name)
     if key == "events":
         if not isinstance(value, list) or not value or not all(v in SERVER_EVENTS for v in value):
-            raise ConfigError(
-                f"{name}: expected a non-empty list of {', '.join(SERVER_EVENTS)}, got {value!r}"
-            )
+            raise ConfigError(f"{name}: expected a non-empty list of {', '.join(SERVER_EVENTS)}, got {value!r}")
         return tuple(value)
     number = _number(value, name)
     if key in RATIOS and not 0 <= number <= 1:
@@ -178,9 +181,7 @@ def _param(key: str, value: Any, name: str) -> Any:
 
 def _check_consistent(params: dict[str, Any], label: str) -> None:
     if "stay_at" in params and params["stay_at"] > params["fire_at"]:
-        raise ConfigError(
-            f"{label}.stay_at: must not be above fire_at ({params['stay_at']} > {params['fire_at']})"
-        )
+        raise ConfigError(f"{label}.stay_at: must not be above fire_at ({params['stay_at']} > {params['fire_at']})")
     if "clear_pct" in params and params["clear_pct"] > params["drop_pct"]:
         raise ConfigError(
             f"{label}.clear_pct: must not be above drop_pct ({params['clear_pct']} > {params['drop_pct']})"

@@ -10,14 +10,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from app.alerts.delivery import WebhookDelivery
-from app.alerts.engine import ALERT_DOC, RESOLVED_RETENTION_S, AlertEngine, Change, Mute, sort_alerts, visible
+from app.alerts.engine import (
+    ALERT_DOC,
+    MAX_MUTE_S,
+    RESOLVED_RETENTION_S,
+    AlertEngine,
+    Change,
+    Mute,
+    sort_alerts,
+    visible,
+)
 from app.alerts.rules import rules_for_host
 from app.alerts.state import AlertState
 from app.alerts.text import public
 from app.pipeline.health import HostHealth
+from app.pipeline.heartbeat import stored_health
 
 if TYPE_CHECKING:
     from app.services import Services
@@ -27,9 +39,7 @@ EVALUATE_EVERY_S = 1.0
 
 
 class AlertService:
-    def __init__(
-        self, engine: AlertEngine, delivery: WebhookDelivery | None, interval: float = EVALUATE_EVERY_S
-    ):
+    def __init__(self, engine: AlertEngine, delivery: WebhookDelivery | None, interval: float = EVALUATE_EVERY_S):
         self.engine, self.delivery, self.interval = engine, delivery, interval
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -52,6 +62,15 @@ class AlertService:
 
     def muted(self, host: str) -> Mute | None:
         return self.engine.muted(host)
+
+    @contextmanager
+    def muting(self, host: str, reason: str = "controller restart", max_s: float = MAX_MUTE_S) -> Iterator[None]:
+        """`with alerts.muting(host):` around a server restart; re-armed however the block ends."""
+        self.engine.mute(host, self.engine.clock() + max_s, reason)
+        try:
+            yield
+        finally:
+            self.engine.unmute(host)
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
@@ -78,7 +97,10 @@ def start_alerting(
     """Build and start alerting for `services`; the caller stops it (before closing the store)."""
     config = services.config
     rules = {host.name: rules_for_host(config, host) for host in config.hosts}
-    delivery = WebhookDelivery(config.server.webhook, services.store) if config.server.webhook else None
+    if base_url is None:
+        base_url = f"http://{config.server.host}:{config.server.port}"
+    webhook = config.server.webhook
+    delivery = WebhookDelivery(webhook, services.store, base_url=base_url) if webhook else None
 
     def publish(change: Change) -> None:
         services.bus.publish("alert", change.payload)
@@ -91,7 +113,6 @@ def start_alerting(
         rules,
         health=lambda host: _health(services, host),
         on_change=publish,
-        base_url=base_url if base_url is not None else f"http://{config.server.host}:{config.server.port}",
     )
     service = AlertService(engine, delivery, interval)
     service.start()
@@ -102,9 +123,8 @@ def alerts_view(
     services: Services, host: str | None = None, retention_s: float = RESOLVED_RETENTION_S
 ) -> list[dict[str, Any]]:
     """GET /api/alerts: the running engine's view, or the stored states when alerting is not running."""
-    running: AlertService | None = getattr(services, "alerts", None)
-    if running is not None:
-        return running.engine.snapshot(host, retention_s)
+    if services.alerts is not None:
+        return services.alerts.engine.snapshot(host, retention_s)
     now = time.time()
     rules = {h.name: {r.name: r for r in rules_for_host(services.config, h)} for h in services.config.hosts}
     items = []
@@ -116,5 +136,14 @@ def alerts_view(
 
 
 def _health(services: Services, host: str) -> HostHealth | None:
+    """The collector's health in this process, else what the host's collector process last stored
+    (a web-only app in a scale-out set-up)."""
     collector = services.collectors.get(host)
-    return None if collector is None else collector.health
+    if collector is not None:
+        return collector.health
+    stored = stored_health(services.store, host)
+    return HostHealth(
+        state=stored.get("state", "stopped"),
+        last_error=stored.get("last_error"),
+        since=float(stored.get("since") or time.time()),
+    )

@@ -35,9 +35,7 @@ class HostReader:
         return self.store.series(self.host, metric, since=self._since(since))
 
     def server_events(self, names: tuple[str, ...], since: float | None) -> list[tuple[float, str]]:
-        rows = self.store.events(
-            self.host, kinds=("event",), since=self._since(since), limit=EVENT_ROWS_LIMIT
-        )
+        rows = self.store.events(self.host, kinds=("event",), since=self._since(since), limit=EVENT_ROWS_LIMIT)
         return [(float(r["t"]), str(r["event"])) for r in rows if r.get("event") in names]
 
     def run_start(self) -> float | None:

@@ -17,9 +17,7 @@ CHART_BEFORE_S = 300  # the chart window opens this long before the condition st
 CHART_AFTER_S = 300  # and closes this long after a resolution
 
 
-def public(
-    alert: AlertState, rule: RuleSpec | None, *, muted: bool = False, base_url: str = ""
-) -> dict[str, Any]:
+def public(alert: AlertState, rule: RuleSpec | None, *, muted: bool = False) -> dict[str, Any]:
     """The GET /api/alerts item (DESIGN.md fields first, then ours) and the SSE `alert` payload."""
     return {
         "rule": alert.rule,
@@ -33,7 +31,7 @@ def public(
         "detail": alert.detail,
         "active_at": alert.active_at,
         "clock": rule.clock if rule else "event",
-        "link": chart_link(alert, base_url),
+        "link": chart_link(alert),  # relative: the page is wherever it was opened
         "muted": muted,
         "late": alert.late,
         "note": alert.note,
@@ -90,16 +88,16 @@ def condition_text(rule: RuleSpec | None) -> str:
     return ""
 
 
-def chart_link(alert: AlertState, base_url: str = "") -> str:
+def chart_link(alert: AlertState) -> str:
     start = alert.active_at if alert.active_at is not None else alert.since
     if start is None:
-        return f"{base_url}/?{urlencode({'host': alert.host})}"
+        return f"/?{urlencode({'host': alert.host})}"
     if alert.state == "resolved" and alert.since is not None:
         end = alert.since + CHART_AFTER_S
     else:
         end = max(alert.evaluated_to or start, alert.since or start) + 60
     query = {"host": alert.host, "from": int(start - CHART_BEFORE_S), "to": int(end)}
-    return f"{base_url}/?{urlencode(query)}"
+    return f"/?{urlencode(query)}"
 
 
 def clock_text(t: float) -> str:

@@ -3,7 +3,8 @@
 Staleness is the only honest answer when a log stops: its alerts freeze (no observations) and one
 of these rules says so instead. Freshness is read from the store, so it means "new records were
 committed", the same thing the charts show. While the connection itself is down, the stale rules
-are inhibited: `host_unreachable` or `host_key_changed` says what is wrong, once.
+are inhibited: `host_unreachable` or `host_key_changed` says what is wrong, once. A collector
+that is merely starting (`connecting`) or gone (`stopped`) inhibits nothing.
 """
 
 from __future__ import annotations
@@ -38,16 +39,26 @@ class Freshness:
     def refresh(self, store: Store, host: str, now: float) -> None:
         for source, metrics in SOURCE_METRICS.items():
             for metric in (*metrics, "running_req") if source == "server_log" else metrics:
-                t, v = store.series(host, metric, since=self.marks.get(metric))
-                if len(t):
-                    self.marks[metric], self.latest[metric] = float(t[-1]), float(v[-1])
-                    if metric != "running_req":
-                        self.last_wall[source] = now
-        rows = store.events(host, since=self.marks.get("events"), limit=EVENT_ROWS_LIMIT)
-        if rows:
-            self.marks["events"] = float(rows[-1]["t"])
+                if self._new_rows(store, host, metric) and metric != "running_req":
+                    self.last_wall[source] = now
+        first = "events" not in self.marks  # only the newest event matters the first time round
+        rows = store.events(host, since=self.marks.get("events"), limit=1 if first else EVENT_ROWS_LIMIT)
+        self.marks["events"] = float(rows[-1]["t"]) if rows else self.marks.get("events")
         for source in {str(row.get("source")) for row in rows} & SOURCE_METRICS.keys():
             self.last_wall[source] = now
+
+    def _new_rows(self, store: Store, host: str, metric: str) -> bool:
+        if self.marks.get(metric) is None:  # first look: the newest sample, not the whole series
+            newest = store.latest(host, metric)
+            if newest is None:
+                return False
+            self.marks[metric], self.latest[metric] = newest
+            return True
+        t, v = store.series(host, metric, since=self.marks[metric])
+        if not len(t):
+            return False
+        self.marks[metric], self.latest[metric] = float(t[-1]), float(v[-1])
+        return True
 
     def rearm(self, now: float) -> None:
         self.last_wall = dict.fromkeys(SOURCE_METRICS, now)
@@ -118,7 +129,8 @@ def _key_rejected(health: HostHealth) -> bool:
 
 
 def _connection_down(ctx: WatchContext) -> bool:
-    return ctx.health is not None and ctx.health.state != "up"
+    # Not "stopped": when the collector process itself is gone, the data stopping is the news.
+    return ctx.health is not None and ctx.health.state in ("reconnecting", "failed")
 
 
 WATCHES: dict[str, Callable[[WatchContext, RuleSpec], Observation | None]] = {

@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from app.api.deps import ServicesDep
 from app.api.derived import eta
+from app.pipeline.heartbeat import stored_health
 from app.services import Services
 
 router = APIRouter(tags=["metrics"])
@@ -94,7 +95,8 @@ class KvwatchCollector(Collector):
         for host in self.services.config.hosts:
             collector = self.services.collectors.get(host.name)
             health: dict[str, Any] = (
-                collector.health.as_dict() if collector else {"state": "stopped", "sources": {}}
+                # A web-only app (scale-out) reports what the host's collector process wrote to the store.
+                collector.health.as_dict() if collector else stored_health(self.services.store, host.name)
             )
             up.add_metric([host.name], 1.0 if health["state"] == "up" else 0.0)
             reconnects.add_metric([host.name], float(health.get("reconnects", 0)))

@@ -1,19 +1,19 @@
-"""`kvwatch report --host H [--since T] [--until T] -o report.html`: a one-page, self-contained run report."""
+"""`kvwatch report --host H [--run ID | --since T --until T] -o report.html`: a one-page, self-contained
+run report: charts, summary, events, the run's flags and the comparison of the host's runs."""
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import logging
-import os
 from pathlib import Path
 
+from app.commands.common import open_existing_store, pick_host, timestamp
 from app.commands.serve import resolve_config
-from app.config import Config
 from app.errors import ConfigError
-from app.report import Window, gather, render_html
-from app.runner import database_path
-from app.store import Store, open_store
+from app.report import ReportData, Window, gather, render_html
+from app.report.runs import find_run, host_comparison, run_facts
+from app.runs import list_runs
+from app.store import Store
 
 NAME = "report"
 HELP = "write a one-page HTML report of a host's run (charts, summary, events) that opens offline"
@@ -23,56 +23,51 @@ log = logging.getLogger(__name__)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", "-c", type=Path, help="kvwatch.toml (default: ./kvwatch.toml, then XDG)")
     parser.add_argument("--host", help="a [[hosts]] name (default: the only host)")
+    # dest is not "run": the CLI keeps each command's run() in args.run.
+    parser.add_argument(
+        "--run", dest="run_id", metavar="ID", help="one run of the host (ids: `kvwatch compare --host H --list`)"
+    )
+    parser.add_argument("--baseline", help="run id the comparison measures changes against (default: the first)")
+    parser.add_argument("--no-compare", action="store_true", help="leave out the comparison of the host's runs")
     parser.add_argument("--since", type=timestamp, help="from this time (ISO 8601, UTC if no zone, or epoch s)")
     parser.add_argument("--until", type=timestamp, help="up to this time (same forms)")
     parser.add_argument("-o", "--output", type=Path, help="the HTML file (default: kvwatch-report-HOST.html)")
 
 
-def timestamp(text: str) -> float:
-    """Epoch seconds, or ISO 8601 read as UTC when it has no zone (as kvwatch reads log times)."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither ISO 8601 nor epoch seconds") from None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)).timestamp()
-
-
-def pick_host(config: Config, name: str | None) -> str:
-    names = [h.name for h in config.hosts]
-    if name is None:
-        if len(names) != 1:
-            raise ConfigError(f"--host: pick one of {', '.join(names) or '(no hosts in ' + config.path + ')'}")
-        return names[0]
-    if name not in names:
-        raise ConfigError(f"--host: no host named {name!r} in {config.path} (hosts: {', '.join(names)})")
-    return name
-
-
-def open_existing_store(config: Config) -> Store:
-    """The config's store; a SQLite file that does not exist yet is an error, not a new empty file."""
-    database = database_path(config)
-    if "://" not in database and not os.path.exists(database):
-        raise ConfigError(f"server.database: {database} does not exist (has `kvwatch serve` run with this config?)")
-    return open_store(database)
-
-
 def run(args: argparse.Namespace) -> int:
     config = resolve_config(args.config)
     host = pick_host(config, args.host)
-    label = "window" if args.since is not None or args.until is not None else "whole history"
-    window = Window(since=args.since, until=args.until, label=label)
+    if args.run_id and (args.since is not None or args.until is not None):
+        raise ConfigError("--run: give a run or a --since/--until window, not both")
     store = open_existing_store(config)
     try:
-        data = gather(store, host, window)
+        data = _gather(store, host, args)
     finally:
         store.close()
     if data.empty:
         log.warning("%s: no samples in this window; the report says so", host)
-    output: Path = args.output or Path(f"kvwatch-report-{host}.html")
-    output.write_text(render_html(data), encoding="utf-8")
+    output: Path = args.output or Path(f"kvwatch-report-{host}{'-' + args.run_id if args.run_id else ''}.html")
+    try:
+        output.write_text(render_html(data), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--output: cannot write {output}: {exc.strerror}") from None
     log.info("wrote %s (%.1f MB)", output, output.stat().st_size / 1e6)
     return 0
+
+
+def _gather(store: Store, host: str, args: argparse.Namespace) -> ReportData:
+    facts = {}
+    if args.run_id:
+        chosen = find_run(store, host, args.run_id)
+        window = Window(since=chosen.started_at, until=chosen.ended_at, label=f"run {chosen.id}")
+        facts = run_facts(chosen)
+    elif args.since is not None or args.until is not None:
+        window = Window(since=args.since, until=args.until, label="window")
+    else:
+        window = Window()
+    data = gather(store, host, window)
+    data.facts = facts
+    data.run_starts = [(r.started_at, r.id) for r in list_runs(store, host) if window.contains(r.started_at)]
+    if not args.no_compare:
+        data.comparison = host_comparison(store, host, args.baseline)
+    return data

@@ -16,12 +16,14 @@ from app.store.base import Store
 DEFAULT_MIN_STEADY_S = 300.0
 MIN_WINDOW_POINTS = 20
 # Where completions per second come from, best first: the output files (what was actually persisted),
-# the client's progress bar, then admissions (prefill #new-seq), which equal completions in steady state.
+# the client's progress bar, then admissions (prefill #new-seq less retracted requests, which are
+# admitted again), which equal completions in steady state.
 RATE_SOURCES = (
     ("completions", "output files"),
     ("client_done", "client progress"),
-    ("new_seq", "admissions (prefill #new-seq)"),
+    ("new_seq", "admissions (prefill #new-seq less retractions)"),
 )
+EVENT_LIMIT = 1_000_000
 
 
 @dataclass(slots=True)
@@ -35,23 +37,79 @@ class RunStats:
     rate_source: str | None = None
 
 
-def run_end(store: Store, run: Run) -> float:
-    """Where the run's data stops: its end, failure, or (live run) its latest sample."""
-    bound = min(x for x in (run.ended_at, run.failed_at, float("inf")) if x is not None)
-    last = [
-        float(t[-1])
-        for m in STEADY_METRICS
-        if len(t := store.series(run.host, m, since=run.started_at, until=None if bound == float("inf") else bound)[0])
-    ]
-    return max(last) if last else (bound if bound != float("inf") else run.started_at)
+Series = dict[str, tuple[FloatArray, FloatArray]]
 
 
-def _cumulative(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray, str] | None:
+def read_levels(store: Store, run: Run) -> tuple[Series, float]:
+    """The run's steady metrics, and where its data stops: its end, its failure, or (a live run) its
+    latest sample."""
+    bounds = [x for x in (run.ended_at, run.failed_at) if x is not None]
+    until = min(bounds) if bounds else None
+    series = {m: store.series(run.host, m, since=run.started_at, until=until) for m in STEADY_METRICS}
+    last = [float(t[-1]) for t, _ in series.values() if len(t)]
+    end = max(last) if last else (until if until is not None else run.started_at)
+    return series, end
+
+
+def _retracted(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray]:
+    """Requests sent back to the queue; each TP rank of a DP group logs the same line: count it once."""
+    seen: set[tuple[object, ...]] = set()
+    times, counts = [], []
+    for event in store.events(run.host, kinds=("event",), since=run.started_at, limit=EVENT_LIMIT):
+        if event.get("event") != "retract" or event["t"] > end:
+            continue
+        key = (event["t"], (event.get("tags") or {}).get("DP"), event.get("message"))
+        if key not in seen and isinstance(event.get("retracted_reqs"), int | float):
+            seen.add(key)
+            times.append(float(event["t"]))
+            counts.append(float(event["retracted_reqs"]))
+    return np.asarray(times, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+
+
+def _admissions(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray]:
+    """Cumulative admissions net of retractions: a retracted request is admitted again later."""
+    # With DP attention each DP rank admits on its own: sum the ranks' own lines, since the host series
+    # of a DP log holds the sum of each rank's latest batch, not a count of admissions.
+    ranks = [r for r in store.ranks(run.host, "new_seq") if r] or [""]
+    parts = [store.series(run.host, "new_seq", rank=rank, since=run.started_at, until=end) for rank in ranks]
+    rt, rv = _retracted(store, run, end)
+    times = np.concatenate([t for t, _ in parts] + [rt])
+    order = np.argsort(times, kind="stable")
+    return times[order], np.cumsum(np.concatenate([v for _, v in parts] + [-rv])[order])
+
+
+def _cumulative(store: Store, run: Run, window: SteadyWindow) -> tuple[FloatArray, FloatArray, str] | None:
+    """The best count that moved inside the window (output files read all at once, after the fact,
+    say nothing about when their lines were written)."""
+    end = window.end
     for metric, source in RATE_SOURCES:
         t, v = store.series(run.host, metric, since=run.started_at, until=end)
-        if len(t) >= 2:
-            return (t, np.cumsum(v), source) if metric == "new_seq" else (t, v, source)
+        if np.count_nonzero(t >= window.start) < 2:
+            continue
+        if metric == "new_seq":
+            t, v = _admissions(store, run, end)
+        return t, v, source
     return None
+
+
+def choose_window(
+    grids: dict[str, FloatArray],
+    run: Run,
+    end: float,
+    step: float,
+    manual: tuple[float, float | None] | None,
+    min_steady_s: float,
+) -> SteadyWindow:
+    if manual is None:
+        window = find_window(grids, run.started_at, end, step, min_steady_s)
+    else:
+        high = end if manual[1] is None else min(run.started_at + manual[1], end)
+        window = manual_window(run.started_at + manual[0], high, min_steady_s)
+    points = int((window.end - window.start) // step)
+    if window.ok and points < MIN_WINDOW_POINTS:
+        message = f"not enough steady data yet: {points} samples in the window"
+        return SteadyWindow(window.start, window.end, "too_short", window.auto, message, window.cuts)
+    return window
 
 
 def compute_run_stats(
@@ -61,37 +119,23 @@ def compute_run_stats(
     min_steady_s: float = DEFAULT_MIN_STEADY_S,
 ) -> RunStats:
     """`manual` = (from, to) in seconds after the run's start (to None: the end) overrides the detection."""
-    end = run_end(store, run)
-    series = {m: store.series(run.host, m, since=run.started_at, until=end) for m in STEADY_METRICS}
+    series, end = read_levels(store, run)
     times = next((t for t, _ in series.values() if len(t)), np.empty(0))
     step = grid_step(times, run.started_at, end)
     grids = {m: on_grid(t, v, run.started_at, end, step) for m, (t, v) in series.items() if len(t)}
-    if manual is not None:
-        low = run.started_at + manual[0]
-        high = end if manual[1] is None else min(run.started_at + manual[1], end)
-        window = manual_window(low, high, min_steady_s)
-    else:
-        window = find_window(grids, run.started_at, end, step, min_steady_s)
-    stats = RunStats(run, window, step, end)
-    first, last = int((window.start - run.started_at) // step), int((window.end - run.started_at) // step)
-    if window.ok and last - first < MIN_WINDOW_POINTS:
-        stats.window = SteadyWindow(
-            window.start,
-            window.end,
-            "too_short",
-            window.auto,
-            f"not enough steady data yet: {last - first} samples in the window",
-        )
+    stats = RunStats(run, choose_window(grids, run, end, step, manual, min_steady_s), step, end)
     if not stats.window.ok:
         return stats
     rng = np.random.default_rng(zlib.crc32(run.id.encode()))
+    first = int((stats.window.start - run.started_at) // step)
+    last = int((stats.window.end - run.started_at) // step)
     for metric, grid in grids.items():
         part = grid[first:last]
         if np.count_nonzero(~np.isnan(part)) >= MIN_WINDOW_POINTS:
             stats.levels[metric] = summarize_level(part, rng)
-    counted = _cumulative(store, run, end)
+    counted = _cumulative(store, run, stats.window)
     if counted is not None:
-        counts = on_grid(counted[0], counted[1], window.start, window.end, step)
+        counts = on_grid(counted[0], counted[1], stats.window.start, stats.window.end, step)
         if np.count_nonzero(~np.isnan(counts)) >= MIN_WINDOW_POINTS:
             stats.rate, stats.rate_source = summarize_rate(counts, step, rng), counted[2]
     return stats

@@ -94,24 +94,26 @@ def summarize_level(values: FloatArray, rng: np.random.Generator) -> Summary:
     return Summary(float(median), float(p5), float(p95), *_interval(replicates), len(values), block, replicates)
 
 
-def summarize_rate(counts: FloatArray, step: float, rng: np.random.Generator, bin_s: float = 60.0) -> Summary:
-    """A cumulative count on a grid to its rate per second: mean, p5/p95 of per-bin rates, CI of the mean."""
+def _bin_means(values: FloatArray, size: int) -> FloatArray:
+    usable = (len(values) // size) * size
+    return np.asarray(values[:usable].reshape(-1, size).mean(axis=1), dtype=np.float64) if usable else values
+
+
+def summarize_rate(counts: FloatArray, step: float, rng: np.random.Generator) -> Summary:
+    """A cumulative count on a grid to its rate per second: the mean rate, p5/p95 of per-bin rates,
+    and the CI of the mean from a block bootstrap of per-minute rates. Per-step increments would
+    overstate the noise: a retraction (a negative step) and the re-admission that cancels it a few
+    seconds later fall into different blocks."""
     counts = counts[~np.isnan(counts)]
     per_step = np.diff(counts) / step
-    replicates, block = block_bootstrap(per_step, _mean, rng)
-    per_bin = max(round(bin_s / step), 1)
-    usable = (len(per_step) // per_bin) * per_bin
-    bins = per_step[:usable].reshape(-1, per_bin).mean(axis=1) if usable else per_step
+    minutes = _bin_means(per_step, max(round(60.0 / step), 1))
+    replicates, block = block_bootstrap(minutes, _mean, rng)
+    # p5/p95 over twelfths of the window (at least a minute): shorter bins mostly show the randomness
+    # of single completions.
+    bins = _bin_means(per_step, max(round(max(60.0, len(counts) * step / 12) / step), 1))
     p5, p95 = np.percentile(bins, [5, 95])
-    return Summary(
-        float(per_step.mean()),
-        float(p5),
-        float(p95),
-        *_interval(replicates),
-        len(per_step),
-        block,
-        replicates,
-    )
+    low, high = _interval(replicates)
+    return Summary(float(per_step.mean()), float(p5), float(p95), low, high, len(per_step), block, replicates)
 
 
 def within_noise(a: Summary, b: Summary) -> bool:

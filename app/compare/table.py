@@ -11,6 +11,8 @@ from app.compare.stats import Summary, within_noise
 from app.runs.model import Run
 
 RowKind = Literal["capacity", "level", "rate"]
+# Values that mean "left at its default" in a label (the flag diff itself keeps them).
+LABEL_SKIPS: tuple[object, ...] = (None, False, "auto", "", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +50,7 @@ def config_label(index: int, runs: list[Run], diff: list[dict[str, Any]]) -> str
     parts = []
     for entry in diff:
         value = entry["values"][index]
-        if value is None or value is False:
+        if value in LABEL_SKIPS:
             continue
         parts.append(f"--{entry['flag']}" if value is True else f"--{entry['flag']} {value}")
     return " ".join(parts) or runs[index].id

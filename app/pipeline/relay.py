@@ -69,10 +69,10 @@ class StoreRelay:
     def _skip_history(self, host: str) -> None:
         store = self.services.store
         for metric in self._metrics.get(host, []):
-            t, _ = store.series(host, metric)
-            self._last_t[(host, metric)] = float(t[-1]) if len(t) else float("-inf")
-        latest = store.events(host, kinds=RUN_EVENT_KINDS, limit=1)
-        self._last_event_t[host] = float(latest[-1]["t"]) if latest else float("-inf")
+            latest = store.latest(host, metric)
+            self._last_t[(host, metric)] = latest[0] if latest is not None else float("-inf")
+        newest = store.events(host, kinds=RUN_EVENT_KINDS, limit=1)
+        self._last_event_t[host] = float(newest[-1]["t"]) if newest else float("-inf")
 
     def _relay_samples(self, host: str) -> None:
         points: dict[str, list[list[float]]] = {}

@@ -44,6 +44,7 @@ class ReportData:
     recent_events: list[dict[str, Any]] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)  # run flags and capacity, when known
     comparison: dict[str, Any] | None = None
+    run_starts: list[tuple[float, str]] = field(default_factory=list)  # (t, run id): marked on the charts
 
     @property
     def empty(self) -> bool:
@@ -66,10 +67,22 @@ def summarize(metric: str, v: FloatArray) -> dict[str, Any]:
 
 
 def downsample(t: FloatArray, v: FloatArray, n: int = MAX_POINTS) -> tuple[FloatArray, FloatArray]:
-    if len(t) <= n:
+    if len(t) > n:
+        index = MinMaxLTTBDownsampler().downsample(t, v, n_out=n)  # type: ignore[no-untyped-call]
+        t, v = t[index], v[index]
+    return break_gaps(t, v)
+
+
+def break_gaps(t: FloatArray, v: FloatArray, factor: float = 20.0) -> tuple[FloatArray, FloatArray]:
+    """A NaN after each silence much longer than the usual step, so a chart does not draw a line across
+    a restart or an outage as if the server had been running."""
+    if len(t) < 3:
         return t, v
-    index = MinMaxLTTBDownsampler().downsample(t, v, n_out=n)  # type: ignore[no-untyped-call]
-    return t[index], v[index]
+    steps = np.diff(t)
+    gaps = np.flatnonzero(steps > factor * max(float(np.median(steps)), 1e-9)) + 1
+    if not len(gaps):
+        return t, v
+    return np.insert(t, gaps, t[gaps - 1] + steps[gaps - 1] / 2), np.insert(v, gaps, np.nan)
 
 
 def gather(store: Store, host: str, window: Window) -> ReportData:

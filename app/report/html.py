@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
+from app.compare.render import MARKDOWN_METRICS, cell
 from app.report.data import ReportData
 
 ALERT_USAGE = 0.95
@@ -66,6 +67,9 @@ def figure(data: ReportData) -> go.Figure | None:
             fig.add_trace(go.Scatter(x=x, y=v, mode="lines", name=legend, line={"width": 1.3}), row=row, col=1)
             if metric == "token_usage":
                 fig.add_hline(y=ALERT_USAGE, line={"dash": "dot", "color": "#c0392b"}, row=row, col=1)
+    for start, run_id in data.run_starts:
+        fig.add_vline(x=pd.Timestamp(start, unit="s", tz="UTC"), line={"dash": "dash", "color": "#8a93a6", "width": 1},
+                      annotation_text=run_id, annotation_position="top right", annotation_font_size=10)
     fig.update_layout(height=230 * len(panels) + 60, margin={"l": 60, "r": 20, "t": 40, "b": 30},
                       template="plotly_white", legend={"orientation": "h"})
     return fig
@@ -94,17 +98,18 @@ def _events_section(data: ReportData) -> str:
     return "<h2>Events</h2>" + counts + "<h2>Latest events</h2>" + _table(["time", "event", "detail"], recent)
 
 
-def _comparison_section(comparison: dict[str, Any] | None) -> str:
-    if not comparison:
+def _comparison_section(result: dict[str, Any] | None) -> str:
+    """compare's table in the orientation of its Markdown: one row a config, one column a metric."""
+    if not result:
         return ""
-    labels = [str(run.get("label") or run.get("id")) for run in comparison.get("runs", [])]
-    rows = []
-    for row in comparison.get("rows", []):
-        values = [_number(row["metric"], v) if isinstance(v, int | float) else str(v or "-") for v in row["values"]]
-        changes = [f"{c:+.1f}%" if isinstance(c, int | float) else "" for c in row.get("change_pct", [])]
-        rows.append([str(row["metric"]), *values, *changes])
-    header = ["metric", *labels, *(f"change {label}" for label in labels)]
-    return "<h2>Comparison</h2>" + _table(header, rows)
+    rows = {row["metric"]: row for row in result["rows"]}
+    shown = [rows[m] for m in MARKDOWN_METRICS if m in rows]
+    baseline = next(i for i, run in enumerate(result["runs"]) if run["id"] == result["baseline"])
+    body = [[("baseline: " if i == baseline else "") + f"{run['label']} ({run['id']})",
+             *(cell(row, i, baseline) for row in shown)] for i, run in enumerate(result["runs"])]
+    note = ("<p class=meta>Steady-state median (p5-p95), change against the baseline; ≈ = within noise "
+            f"({html.escape(result.get('noise_rule', ''))}).</p>")
+    return "<h2>Comparison of this host's runs</h2>" + _table(["config", *(r["label"] for r in shown)], body) + note
 
 
 def render_html(data: ReportData) -> str:

@@ -49,9 +49,11 @@ def _events(store: Store, host: str) -> list[dict[str, Any]]:
     return sorted(facts + wanted, key=lambda e: (e["t"], e["line"]))
 
 
-def _first_sample(store: Store, host: str) -> float | None:
-    firsts = [float(t[0]) for m in FIRST_SAMPLE_METRICS if len(t := store.series(host, m)[0])]
-    return min(firsts) if firsts else None
+def _first_sample(store: Store, host: str, before: float | None) -> float | None:
+    """The first sample logged before the first start seen (only those can need a run of their own)."""
+    firsts = [span[0] for m in FIRST_SAMPLE_METRICS if (span := store.extent(host, m)) is not None]
+    first = min(firsts) if firsts else None
+    return first if first is not None and (before is None or first < before) else None
 
 
 def _adopt(controller: Run, detected: Run) -> None:
@@ -92,7 +94,9 @@ def list_runs(store: Store, host: str) -> list[Run]:
     """Every run of `host` in start order; the documents of kind "run" are brought up to date."""
     documents = {d["key"]: d["data"] for d in store.documents(RUN_DOC, host)}
     controller = [Run.from_dict(d) for d in documents.values() if d.get("source") == "controller"]
-    runs = merge_controller_runs(detect_runs(host, _events(store, host), _first_sample(store, host)), controller)
+    events = _events(store, host)
+    first = _first_sample(store, host, events[0]["t"] if events else None)
+    runs = merge_controller_runs(detect_runs(host, events, first), controller)
     for run in runs:
         data = run.as_dict()
         if documents.get(run.id) != data:

@@ -15,6 +15,8 @@ try:
 except ImportError:  # an optional extra: only who configures a postgresql:// URL needs it
     psycopg = None  # type: ignore[assignment]
 
+MIGRATION_LOCK = 0x6B767761  # the advisory lock key of kvwatch's schema migrations ("kvwa")
+
 
 class PostgresStore(SqlStore):
     dialect = "postgres"
@@ -32,6 +34,15 @@ class PostgresStore(SqlStore):
             # Only the first line: the rest of a libpq message repeats the URL's host and user.
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise KvwatchError(f"server.database: cannot open the PostgreSQL store: {reason}") from None
+
+    def _migrate(self) -> None:
+        # Scale-out: several collectors may start at once on one database, and concurrent CREATE TABLE IF
+        # NOT EXISTS collide in PostgreSQL's catalog. One process migrates; the others wait, then see it done.
+        self._run("SELECT pg_advisory_lock(?)", (MIGRATION_LOCK,))
+        try:
+            super()._migrate()
+        finally:
+            self._run("SELECT pg_advisory_unlock(?)", (MIGRATION_LOCK,))
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         with self._conn.cursor() as cur:

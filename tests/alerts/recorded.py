@@ -1,4 +1,4 @@
-"""A recorded run in a real SqliteStore, an engine over it and a hand-driven wall clock."""
+"""A recorded run in a real store (SQLite, or PostgreSQL by URL), an engine over it and a hand-driven wall clock."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from app.alerts.engine import AlertEngine, Change
 from app.alerts.rules import RuleSpec, rules_for_host
 from app.config import Config, HostConfig, ServerConfig, parse_config
 from app.pipeline.health import HostHealth
+from app.store import open_store
 from app.store.base import Batch, EventRow, Sample
-from app.store.sqlite import SqliteStore
 
 T0 = 1_771_937_354.0  # 2026-02-24 12:49:14 UTC, log time
 WALL0 = 1_800_000_000.0  # this machine's clock, unrelated to the log's on purpose
@@ -42,7 +42,7 @@ def every(start: float, values: Iterable[float], step: float = 5.0) -> list[tupl
 
 @dataclass
 class Rig:
-    path: Path
+    path: Path | str  # a SQLite file, or a postgresql:// URL
     host: HostConfig = HOST
     alerts_table: dict[str, Any] = field(default_factory=dict)
     clock: Clock = field(default_factory=Clock)
@@ -50,7 +50,7 @@ class Rig:
     changes: list[Change] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.store = SqliteStore(str(self.path))
+        self.store = open_store(str(self.path))
         self.engine = self.new_engine()
 
     def config(self) -> Config:
@@ -75,9 +75,7 @@ class Rig:
         )
 
     def samples(self, metric: str, points: Iterable[tuple[float, float]], source: str = "server_log") -> None:
-        batch = Batch(
-            self.host.name, source, f"/{source}", samples=[Sample(metric, "", t, v) for t, v in points]
-        )
+        batch = Batch(self.host.name, source, f"/{source}", samples=[Sample(metric, "", t, v) for t, v in points])
         self.store.commit(batch)
 
     def event(self, t: float, name: str) -> None:
@@ -105,7 +103,8 @@ class Rig:
         return [c.alert.state for c in self.changes if c.alert.rule == rule]
 
     def state(self, rule: str) -> str:
-        return self.alert(rule)["state"] if self.alert(rule) else "inactive"
+        alert = self.alert(rule)
+        return "inactive" if alert is None else str(alert["state"])
 
     def alert(self, rule: str) -> dict[str, Any] | None:
         shown = [a for a in self.engine.snapshot(retention_s=float("inf")) if a["rule"] == rule]

@@ -90,18 +90,14 @@ def test_all_alerts_off_for_one_host(tmp_path: Path) -> None:
         ("alerts = 3\n", r"alerts: expected a table"),
     ],
 )
-def test_bad_global_fields_are_one_line_errors_naming_the_field(
-    tmp_path: Path, text: str, message: str
-) -> None:
+def test_bad_global_fields_are_one_line_errors_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as caught:
         rules(tmp_path, text + BASE)
     assert "\n" not in str(caught.value)
 
 
 def test_bad_host_field_names_the_host(tmp_path: Path) -> None:
-    with pytest.raises(
-        ConfigError, match=r"kvwatch.toml: hosts\['gpu1'\].alerts.queue_growing.window: expected"
-    ):
+    with pytest.raises(ConfigError, match=r"kvwatch.toml: hosts\['gpu1'\].alerts.queue_growing.window: expected"):
         rules(tmp_path, BASE + "[hosts.alerts.queue_growing]\nwindow = -5\n")
 
 
@@ -123,3 +119,13 @@ def test_durations(value: object, seconds: float) -> None:
 def test_bad_durations(value: object) -> None:
     with pytest.raises(ConfigError, match="x: expected a duration"):
         parse_duration(value, "x")
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "hooks.slack.com/x", "ftp://h/x", "http://"])
+def test_a_webhook_must_be_an_http_url(tmp_path: Path, url: str) -> None:
+    with pytest.raises(ConfigError, match=r"kvwatch.toml: server.webhook: expected an http:// or https:// URL"):
+        rules(tmp_path, f'[server]\nwebhook = "{url}"\n' + BASE)
+
+
+def test_an_http_webhook_is_fine(tmp_path: Path) -> None:
+    assert rules(tmp_path, '[server]\nwebhook = "https://hooks.example/T0/B0/x"\n' + BASE)

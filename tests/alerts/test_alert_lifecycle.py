@@ -131,3 +131,27 @@ def test_a_mute_without_end_still_ends(rig: Rig) -> None:
 def test_mute_of_an_unknown_host_is_an_error(rig: Rig) -> None:
     with pytest.raises(KeyError, match="nohost"):
         rig.engine.mute("nohost")
+
+
+def test_a_kvwatch_down_for_hours_catches_up_only_the_last_hour(rig: Rig) -> None:
+    rig.play("token_usage", every(T0, [0.5] * 20))
+    rig.engine = rig.new_engine()  # down for three hours of log; the collector then catches up
+    old_episode = [0.5] * 100 + [0.97] * 60 + [0.5] * 200  # fires and resolves in the first hour
+    recent_episode = [0.5] * 1700 + [0.97] * 60  # saturated again in the last 5 min
+    rig.samples("token_usage", every(T0 + 100, old_episode + [0.5] * 300 + recent_episode))
+    rig.engine.evaluate()
+    assert rig.of(RULE) == ["pending", "firing"]
+    since = rig.changes[-1].alert.since
+    assert since is not None
+    assert since > T0 + 100 + 5 * (360 + 300 + 1700)
+
+
+def test_the_re_arm_point_survives_a_restart(rig: Rig) -> None:
+    rig.play("token_usage", every(T0, [0.5] * 10))
+    rig.engine.mute("gpu1")
+    rig.event(T0 + 55, "oom")  # logged by the old server while it was being stopped
+    rig.samples("token_usage", [(T0 + 60, 0.0)])
+    rig.engine.unmute("gpu1")
+    rig.engine = rig.new_engine()
+    rig.play("token_usage", every(T0 + 65, [0.5] * 10))
+    assert rig.of("server_errors") == []

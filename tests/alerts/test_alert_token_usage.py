@@ -66,7 +66,9 @@ def test_alternating_just_below_and_above_fires_once(rig: Rig) -> None:
 def test_hysteresis_keeps_firing_between_stay_and_fire_thresholds(rig: Rig) -> None:
     rig.play("token_usage", every(T0, [0.97] * 30 + [0.91] * 120))  # 10 min at 0.91
     assert rig.of(RULE) == ["pending", "firing"]
-    assert rig.alert(RULE)["value"] == pytest.approx(0.91)
+    alert = rig.alert(RULE)
+    assert alert is not None
+    assert alert["value"] == pytest.approx(0.91)
 
 
 def test_dips_below_stay_shorter_than_keep_firing_for_do_not_resolve(rig: Rig) -> None:

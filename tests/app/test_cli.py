@@ -13,7 +13,7 @@ from app.cli import COMMANDS
 
 def kvwatch(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=60, cwd=cwd, check=False
+        [sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=180, cwd=cwd, check=False
     )
 
 

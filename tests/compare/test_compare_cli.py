@@ -6,18 +6,37 @@ import io
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+import pytest
 
+from app.cli import main
 from app.compare.offline import load_log
 from app.store.sqlite import SqliteStore
-from tests.app.test_cli import kvwatch
 from tests.compare.synth import THREE_CONFIGS, write_log
 
 SPECS = tuple(replace(spec, duration_s=1500.0) for spec in THREE_CONFIGS)
 
 
-def test_compare_log_files_offline(tmp_path: Path) -> None:
+class Done:
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def kvwatch(capsys: pytest.CaptureFixture[str]) -> object:
+    """The `kvwatch` entry point in-process (the subprocess route is covered by tests/app/test_cli.py)."""
+
+    def run(*args: str) -> Done:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Done(code, captured.out, captured.err)
+
+    return run
+
+
+def test_compare_log_files_offline(tmp_path: Path, kvwatch: Any) -> None:
     write_log(tmp_path / "before.log", SPECS[:2], seed=41)  # a restart inside one log: two runs
     write_log(tmp_path / "after.log", SPECS[2:], seed=42)
     done = kvwatch("compare", str(tmp_path / "before.log"), str(tmp_path / "after.log"))
@@ -34,7 +53,7 @@ def test_compare_log_files_offline(tmp_path: Path) -> None:
     assert [r["host"] for r in body["runs"]] == ["before", "before", "after"]
 
 
-def test_compare_from_a_store_by_run_id(tmp_path: Path) -> None:
+def test_compare_from_a_store_by_run_id(tmp_path: Path, kvwatch: Any) -> None:
     write_log(tmp_path / "server.log", SPECS, seed=43)
     database = tmp_path / "kvwatch.db"
     store = SqliteStore(str(database))
@@ -65,7 +84,7 @@ def test_compare_from_a_store_by_run_id(tmp_path: Path) -> None:
     assert round(tokens[ids[1]], 1) == -57.7
 
 
-def test_compare_errors_are_one_line(tmp_path: Path) -> None:
+def test_compare_errors_are_one_line(tmp_path: Path, kvwatch: Any) -> None:
     nothing = kvwatch("compare")
     assert nothing.returncode == 2
     assert nothing.stderr.strip() == "kvwatch: error: compare: give server log files, or --config FILE or --database DB"
@@ -74,3 +93,17 @@ def test_compare_errors_are_one_line(tmp_path: Path) -> None:
     write_log(tmp_path / "a.log", SPECS[:1], seed=1)
     unknown = kvwatch("compare", str(tmp_path / "a.log"), "--runs", "x")
     assert unknown.stderr.strip() == "kvwatch: error: --runs: unknown run 'x' (see --list)"
+
+
+def test_compare_with_the_config_reads_its_store(tmp_path: Path, kvwatch: Any) -> None:
+    write_log(tmp_path / "server.log", SPECS[:2], seed=44)
+    store = SqliteStore(str(tmp_path / "kvwatch.db"))
+    load_log(store, "gpu1", tmp_path / "server.log")
+    store.close()
+    (tmp_path / "kvwatch.toml").write_text(
+        f'[server]\ndatabase = "{tmp_path / "kvwatch.db"}"\n\n'
+        f'[[hosts]]\nname = "gpu1"\nssh = "local"\nserver_log = "{tmp_path / "server.log"}"\n'
+    )
+    done = kvwatch("compare", "--config", str(tmp_path / "kvwatch.toml"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[3].startswith("| --mem-fraction-static 0.88 --enable-hierarchical-cache")

@@ -50,7 +50,7 @@ def test_steady_medians_are_within_2_percent_of_the_truth(tmp_path: Path, spec: 
 def test_completion_rate_interval_covers_the_true_rate(tmp_path: Path) -> None:
     spec = THREE_CONFIGS[1]
     stats, _ = stats_of(tmp_path, spec, seed=5)
-    assert stats.rate is not None and stats.rate_source == "admissions (prefill #new-seq)"
+    assert stats.rate is not None and stats.rate_source == "admissions (prefill #new-seq less retractions)"
     assert stats.rate.ci_low <= spec.truth.completion_rate <= stats.rate.ci_high
     assert abs(stats.rate.value / spec.truth.completion_rate - 1) < 0.1
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
-from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from app.compare.offline import load_log
+from app.runs import list_runs
+from app.store.sqlite import SqliteStore
+from tests.compare.synth import THREE_CONFIGS, write_log
+from tests.ecosystem.repo import REPO, ComposeRunner
 from tests.fixtures.components import components_required, require_component
-
-REPO = Path(__file__).resolve().parents[2]
-ComposeRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def _compose_binary() -> str:
@@ -58,3 +60,22 @@ def docker_compose(tmp_path_factory: pytest.TempPathFactory) -> ComposeRunner:
 @pytest.fixture(scope="session")
 def promtool() -> str:
     return require_component("promtool (Debian prometheus)", "/usr/bin/promtool")
+
+
+SPECS = tuple(replace(spec, duration_s=1500.0) for spec in THREE_CONFIGS)
+
+
+@pytest.fixture(scope="session")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A kvwatch.toml and its SQLite store holding three runs of host gpu1; returns (config, run ids)."""
+    tmp = tmp_path_factory.mktemp("report")
+    write_log(tmp / "server.log", SPECS, seed=7)
+    store = SqliteStore(str(tmp / "kvwatch.db"))
+    load_log(store, "gpu1", tmp / "server.log")
+    ids = [run.id for run in list_runs(store, "gpu1")]
+    store.close()
+    config = tmp / "kvwatch.toml"
+    config.write_text(
+        f'[server]\ndata_dir = "{tmp}"\n\n[[hosts]]\nname = "gpu1"\nssh = "local"\nserver_log = "{tmp}/server.log"\n'
+    )
+    return config, ids

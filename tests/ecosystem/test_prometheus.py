@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.ecosystem.conftest import REPO
+from tests.ecosystem.repo import REPO
 
 PROMETHEUS_YML = REPO / "app/container/prometheus.yml"
 

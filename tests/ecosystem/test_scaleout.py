@@ -1,30 +1,23 @@
 """Scale-out on one database: two `kvwatch collect` processes, each owning its own local hosts, and
-one `kvwatch serve --no-collect` showing both, live. Run on SQLite (one machine) and on a real
-temp PostgreSQL cluster (the set-up for several machines)."""
+one `kvwatch serve --no-collect` showing both, live, on a real temp PostgreSQL cluster."""
 
 from __future__ import annotations
 
 import json
 import re
 import signal
+import threading
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.ecosystem.processes import Kvwatch, append_decode_lines, kvwatch_processes, wait_for
+from app.cli import main
+from tests.ecosystem.processes import append_decode_lines, kvwatch_processes, wait_for
 from tests.fixtures.web import free_port
 
 H1_VALUES, H2_VALUES = range(1001, 1021), range(2001, 2021)
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: .+$")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "shared.db")
-    url: str = request.getfixturevalue("pg_url")
-    return url
 
 
 def write_config(path: Path, database: str, hosts: dict[str, Path]) -> Path:
@@ -57,7 +50,9 @@ def live_samples(base: str, hosts: set[str], timeout: float = 20.0) -> dict[str,
     return seen
 
 
-def test_two_collectors_one_web_app(database: str, tmp_path: Path) -> None:
+@pytest.mark.postgres
+def test_two_collectors_one_web_app(pg_url: str, tmp_path: Path) -> None:
+    database = pg_url
     logs = {name: tmp_path / f"{name}.log" for name in ("h1", "h2")}
     append_decode_lines(logs["h1"], H1_VALUES)
     append_decode_lines(logs["h2"], H2_VALUES)
@@ -78,6 +73,8 @@ def test_two_collectors_one_web_app(database: str, tmp_path: Path) -> None:
         assert hosts["h1"]["state"] == hosts["h2"]["state"] == "up"
         assert hosts["h1"]["owner"].endswith(f":{a.proc.pid}")
         assert hosts["h2"]["owner"].endswith(f":{b.proc.pid}")
+        exposition = client.get("/metrics").text  # what Prometheus scrapes from the web app
+        assert 'kvwatch_host_up{host="h1"} 1.0' in exposition and 'kvwatch_host_up{host="h2"} 1.0' in exposition
 
         # Live: lines written now reach a browser of the web-only app through the store.
         append_decode_lines(logs["h1"], range(1101, 1106))
@@ -106,11 +103,37 @@ def test_two_collectors_one_web_app(database: str, tmp_path: Path) -> None:
         assert any("collecting 1 hosts into" in line for line in lines)
 
 
-def test_collect_only_names_an_unknown_host(tmp_path: Path) -> None:
+def test_collect_only_names_an_unknown_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = write_config(tmp_path / "k.toml", str(tmp_path / "k.db"), {"h1": tmp_path / "h1.log"})
-    with kvwatch_processes(tmp_path) as start:
-        process: Kvwatch = start("bad", ["collect", "--config", str(config), "--only", "h1,gpu9"])
-        assert process.wait(60) == 2
-    assert process.stderr.strip().splitlines() == [
+    assert main(["collect", "--config", str(config), "--only", "h1,gpu9"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
         f"kvwatch: error: --only: no host named 'gpu9' in {config} (hosts: h1)"
     ]
+
+
+@pytest.mark.postgres
+def test_collectors_starting_together_share_one_schema(pg_url: str) -> None:
+    # Several collectors started at once (a deploy, a reboot) all open the store on a fresh database.
+    from app.store.postgres import PostgresStore
+
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def open_store() -> None:
+        barrier.wait()
+        try:
+            PostgresStore(pg_url).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    store = PostgresStore(pg_url)
+    try:
+        assert store.schema_version() > 0
+    finally:
+        store.close()

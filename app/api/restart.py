@@ -1,0 +1,157 @@
+"""Restart a host's SGLang server, and what the restart panel reads.
+
+    POST /api/hosts/{name}/restart   {"flags": {...}} and/or {"preset": "..."}, Bearer token
+         202 {"run_id", "operation_id", "status_url"} · 401 no/wrong token · 403 cross-site or vetoed
+         404 unknown host or no `launch` · 409 busy · 422 invalid (nothing runs) · 429 restart-loop cap
+         503 the host cannot be asked
+    GET  /api/hosts/{name}/restart     progress of the current or last restart (the panel polls it)
+    GET  /api/hosts/{name}/controller  launch flags, presets, vetoes and what runs now
+    GET  /api/hosts/{name}/flags       every flag of the host's sglang, with defaults and choices
+
+Dependencies come from `create_app` through app.state (read by `get_controller_service`):
+    app.state.controllers: dict[str, HostController]   hosts that have a `launch`
+    app.state.api_token: str | None                      [server] token, else env KVWATCH_TOKEN
+No token configured means restarts are refused (401): a mutating endpoint is never open.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from dataclasses import dataclass
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from pydantic import BaseModel, ConfigDict
+
+from app.controller.errors import InvalidFlags, RateLimited, RestartRefused
+from app.controller.restart import HostController
+from collectors.base import CollectorError
+
+router = APIRouter(tags=["controller"])
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class RestartBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    flags: dict[str, Any] | None = None
+    preset: str | None = None
+
+
+class RestartAccepted(BaseModel):
+    run_id: str
+    operation_id: str
+    status_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerService:
+    controllers: dict[str, HostController]
+    token: str | None
+
+    def host(self, name: str) -> HostController:
+        controller = self.controllers.get(name)
+        if controller is None:
+            raise HTTPException(404, detail=f"no controller for host {name!r} (unknown host, or no `launch`)")
+        return controller
+
+
+def get_controller_service(request: Request) -> ControllerService:
+    state = request.app.state
+    token = getattr(state, "api_token", None) or os.environ.get("KVWATCH_TOKEN") or None
+    return ControllerService(controllers=getattr(state, "controllers", {}), token=token)
+
+
+ServiceDep = Annotated[ControllerService, Depends(get_controller_service)]
+
+
+def require_token(request: Request, service: ServiceDep) -> None:
+    """Bearer token, compared in constant time."""
+    if not service.token:
+        raise HTTPException(401, detail="restarts are disabled: no API token configured (KVWATCH_TOKEN)",
+                            headers={"WWW-Authenticate": "Bearer"})
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), service.token.encode()):
+        raise HTTPException(401, detail="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+
+
+def require_same_origin(request: Request) -> None:
+    """A browser's cross-site request is refused even with a token: Origin must name this server."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        if request.headers.get("sec-fetch-site") == "cross-site":
+            raise HTTPException(403, detail="cross-site request refused")
+        return
+    host = request.headers.get("host", "")
+    if origin == "null" or _authority(origin) != _authority(f"{request.url.scheme}://{host}"):
+        raise HTTPException(403, detail=f"cross-site request refused (Origin {origin!r} is not {host!r})")
+
+
+def _authority(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with default ports filled in, the parts an origin is made of."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme, (parts.hostname or "").lower(), parts.port or DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:
+        return ("", "", None)
+
+
+@router.post("/api/hosts/{name}/restart", status_code=202, response_model=RestartAccepted,
+             dependencies=[Depends(require_token), Depends(require_same_origin)])
+def restart_host(name: str, body: RestartBody, request: Request, service: ServiceDep) -> RestartAccepted:
+    """Restart the host's server with launch flags + preset + flags; 202 once the restart is under way."""
+    controller = service.host(name)
+    if body.flags is None and body.preset is None:
+        raise HTTPException(422, detail="give `flags`, `preset`, or both")
+    who = f"api {request.client.host if request.client else '?'}"
+    try:
+        op = controller.begin(who, flags=body.flags, preset=body.preset)
+    except InvalidFlags as exc:
+        raise HTTPException(422, detail={"message": exc.message, "errors": [
+            {"flag": e.flag, "message": e.message} for e in exc.errors]}) from None
+    except RateLimited as exc:
+        raise HTTPException(429, detail=exc.message, headers={"Retry-After": str(int(exc.retry_after) + 1)}) from None
+    except RestartRefused as exc:
+        raise HTTPException(exc.status, detail=exc.message) from None
+    return RestartAccepted(run_id=op.run_id, operation_id=op.op_id, status_url=f"/api/hosts/{name}/restart")
+
+
+@router.get("/api/hosts/{name}/restart")
+def restart_status(name: str, service: ServiceDep) -> dict[str, Any]:
+    """Progress of the current or last restart: state, steps, outcome, log tail."""
+    controller = service.host(name)
+    last = controller.last.public() if controller.last is not None else None
+    return {"host": name, "busy": controller.busy, "operation": last}
+
+
+@router.get("/api/hosts/{name}/controller")
+def controller_view(name: str, service: ServiceDep) -> dict[str, Any]:
+    """What the restart panel shows: launch, presets, vetoes, and the flags the server runs with now."""
+    controller = service.host(name)
+    try:
+        launch = controller.launch()
+        now: dict[str, Any] | None = controller.inspect()
+        error = None
+    except (RestartRefused, CollectorError) as exc:
+        launch, now, error = None, None, str(exc)
+    config = controller.config
+    return {
+        "host": name, "busy": controller.busy, "error": error,
+        "launch": None if launch is None else {"program": list(launch.program), "flags": launch.flags},
+        "presets": [{"name": p.name, "description": p.description, "flags": p.flags}
+                    for p in config.presets.values()],
+        "vetoes": [{"flag": v.flag, "value": v.value, "reason": v.reason} for v in config.vetoes],
+        "current": now,
+    }
+
+
+@router.get("/api/hosts/{name}/flags")
+def flag_schema(name: str, service: ServiceDep) -> dict[str, Any]:
+    """Every flag of the host's sglang version (for the editor's names, defaults and choices)."""
+    controller = service.host(name)
+    try:
+        schema = controller.schema()
+    except RestartRefused as exc:
+        raise HTTPException(exc.status, detail=exc.message) from None
+    return {"host": name, "sglang": schema.version, "options": [o.public() for o in schema.options]}

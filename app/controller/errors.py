@@ -1,0 +1,49 @@
+"""Why a restart request is refused before anything runs. The API maps `status` to the HTTP code.
+
+    RestartRefused
+     ├── InvalidFlags     422  unknown flag, bad choice or type, unsafe value, unknown preset
+     ├── Vetoed           403  a value the owner ruled out (the veto's reason is the message)
+     ├── Busy             409  a restart of this host is already under way (here or by another kvwatch)
+     ├── RateLimited      429  the restart-loop cap for this host is reached
+     └── HostUnavailable  503  the host cannot be asked (SSH down, no sglang to read flags from)
+"""
+
+from __future__ import annotations
+
+from app.flags.schema import ValidationError
+
+
+class RestartRefused(Exception):
+    status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidFlags(RestartRefused):
+    status = 422
+
+    def __init__(self, errors: list[ValidationError]) -> None:
+        super().__init__("; ".join(map(str, errors)))
+        self.errors = errors
+
+
+class Vetoed(RestartRefused):
+    status = 403
+
+
+class Busy(RestartRefused):
+    status = 409
+
+
+class RateLimited(RestartRefused):
+    status = 429
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class HostUnavailable(RestartRefused):
+    status = 503

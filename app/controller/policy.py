@@ -1,0 +1,205 @@
+"""Per-host controller configuration: launch command, presets, quality vetoes, restart settings.
+
+In kvwatch.toml, inside a `[[hosts]]` entry (TOML attaches the sub-tables to the entry above them):
+
+    [[hosts]]
+    name = "gpu1"
+    ssh = "root@10.1.230.174:22"
+    server_log = "/data/eagle3/synth_100k/logs/sglang_inference.log"
+    launch = "python -m sglang.launch_server --model-path /models/Kimi-K2.5 --tp 8 --trust-remote-code"
+
+    [hosts.presets.default-085]           # a named flag set, laid over `launch`
+    description = "116K KV tokens, 35-50 concurrent decode reqs, 600-850 tok/s"
+    flags = { mem-fraction-static = 0.85 }
+
+    [[hosts.vetoes]]                      # refused with 403 and the reason, whoever asks
+    flag = "kv-cache-dtype"
+    value = "fp8*"                        # fnmatch glob on the value as text; "*" = any value
+    reason = "the owner ruled out fp8 KV cache: it degrades the model noticeably"
+
+    [hosts.restart]                       # all optional; defaults shown
+    python = "python3"                    # default: the launch program if it is a python, else python3
+    flags_schema = "remote"               # or a bundled version such as "0.5.23" (app/flags/sglang-*.json)
+    state_dir = "~/.kvwatch/gpu1"         # pid record, lease and last good flags, on the host
+    log_dir = "<dir of server_log>"       # per-run logs: sglang-<run_id>.log
+    stop_timeout = 120                    # s between SIGTERM and SIGKILL to the process group
+    ready_timeout = 1800                  # s to wait for the ready line and GET /health
+    poll_interval = 2.0
+    max_restarts = 3                      # restart-loop cap: starts allowed ...
+    restart_window = 600                  # ... per this many seconds (rollbacks count)
+
+Top-level `[presets.<name>]` and `[[vetoes]]` tables (same shape) apply to every host.
+A request's flags (or a preset's) are laid over the launch flags, so a run's flags are always
+`launch + request`: reproducible, and a change does not silently carry over an older experiment.
+`EXAMPLE_PRESETS` are the three configurations of the tuning campaign this tool was made for.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.errors import ConfigError
+from app.flags.schema import FlagError, FlagValue, Schema
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    name: str
+    flags: dict[str, object]
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Veto:
+    """A flag value the owner ruled out."""
+
+    flag: str
+    value: str
+    reason: str
+
+    def matches(self, schema: Schema, flags: dict[str, FlagValue]) -> bool:
+        try:
+            canonical = schema.resolve(self.flag)[0].name
+        except FlagError:
+            return False  # not a flag of this version: nothing to veto
+        value = flags.get(canonical)
+        if value is None:
+            return False
+        items = value if isinstance(value, list) else [value]
+        return any(fnmatch.fnmatchcase(_text(item), self.value) for item in items)
+
+
+def _text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class RestartSettings:
+    python: str
+    flags_schema: str
+    state_dir: str
+    log_dir: str
+    stop_timeout: float = 120.0
+    ready_timeout: float = 1800.0
+    poll_interval: float = 2.0
+    max_restarts: int = 3
+    restart_window: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    host: str
+    launch: str
+    presets: dict[str, Preset] = field(default_factory=dict)
+    vetoes: tuple[Veto, ...] = ()
+    restart: RestartSettings = field(default_factory=lambda: RestartSettings("python3", "remote", "", ""))
+
+    def veto_for(self, schema: Schema, flags: dict[str, FlagValue]) -> Veto | None:
+        return next((veto for veto in self.vetoes if veto.matches(schema, flags)), None)
+
+
+EXAMPLE_PRESETS = (
+    Preset("default-085", {"mem-fraction-static": 0.85},
+           "116K KV tokens, 35-50 concurrent decode reqs, 600-850 tok/s"),
+    Preset("bf16-hicache-088", {"mem-fraction-static": 0.88, "enable-hierarchical-cache": True, "hicache-size": 48},
+           "159K KV tokens, 72 concurrent, usage 0.96, queue 79, 930 tok/s (600-1300)"),
+    Preset("fp8-hicache-090", {"mem-fraction-static": 0.90, "kv-cache-dtype": "fp8_e4m3",
+                               "enable-hierarchical-cache": True, "hicache-size": 48},
+           "376K KV tokens, 150 concurrent, usage 0.61-0.63, no queue, 1300-1450 tok/s (vetoed: fp8 KV)"),
+)
+EXAMPLE_VETO = Veto("kv-cache-dtype", "fp8*", "the owner ruled out fp8 KV cache: it degrades the model noticeably")
+
+
+def parse_controller_config(
+    host_table: dict[str, Any], shared: dict[str, Any] | None = None
+) -> ControllerConfig | None:
+    """The controller part of one `[[hosts]]` table; None when it has no `launch`. Raises ConfigError.
+
+    `shared` holds the top-level `[presets.<name>]` and `[[vetoes]]` tables, which apply to every host
+    (a host's own preset of the same name wins; vetoes add up).
+    """
+    shared = shared or {}
+    name = str(host_table.get("name", "?"))
+    launch = host_table.get("launch")
+    if launch is None:
+        if host_table.get("presets") or host_table.get("vetoes"):
+            raise ConfigError(f"hosts.{name}: presets and vetoes need a `launch` command")
+        return None
+    if not isinstance(launch, str) or not launch.strip():
+        raise ConfigError(f"hosts.{name}.launch: expected a command line string")
+    presets = {**_presets("*", shared.get("presets", {})), **_presets(name, host_table.get("presets", {}))}
+    vetoes = _vetoes("*", shared.get("vetoes", [])) + _vetoes(name, host_table.get("vetoes", []))
+    return ControllerConfig(host=name, launch=launch, presets=presets, vetoes=vetoes,
+                            restart=_restart(name, host_table, launch))
+
+
+def _presets(host: str, table: object) -> dict[str, Preset]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"hosts.{host}.presets: expected tables [hosts.presets.<name>]")
+    presets = {}
+    for name, body in table.items():
+        where = f"hosts.{host}.presets.{name}" if host != "*" else f"presets.{name}"
+        if not isinstance(body, dict) or not isinstance(body.get("flags"), dict):
+            raise ConfigError(f"{where}: expected a `flags` table")
+        unknown = set(body) - {"flags", "description"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        presets[name] = Preset(name, dict(body["flags"]), str(body.get("description", "")))
+    return presets
+
+
+def _vetoes(host: str, items: object) -> tuple[Veto, ...]:
+    if not isinstance(items, list):
+        raise ConfigError(f"hosts.{host}.vetoes: expected [[hosts.vetoes]] entries")
+    vetoes = []
+    for index, item in enumerate(items):
+        where = f"hosts.{host}.vetoes[{index}]" if host != "*" else f"vetoes[{index}]"
+        if not isinstance(item, dict) or not isinstance(item.get("flag"), str) or not item.get("reason"):
+            raise ConfigError(f"{where}: needs `flag` and `reason` (and `value`, a glob; default any value)")
+        vetoes.append(Veto(item["flag"].removeprefix("--"), str(item.get("value", "*")), str(item["reason"])))
+    return tuple(vetoes)
+
+
+def _restart(host: str, host_table: dict[str, Any], launch: str) -> RestartSettings:
+    table = host_table.get("restart", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"hosts.{host}.restart: expected a table")
+    known = set(RestartSettings.__dataclass_fields__)
+    unknown = set(table) - known
+    if unknown:
+        raise ConfigError(f"hosts.{host}.restart: unknown key(s) {', '.join(sorted(unknown))}")
+    state_dir = str(table.get("state_dir", f"~/.kvwatch/{host}"))
+    server_log = host_table.get("server_log")
+    log_dir = str(table.get("log_dir", posixpath.dirname(server_log) if server_log else f"{state_dir}/logs"))
+    values: dict[str, Any] = {"python": table.get("python", _launch_python(launch)),
+                              "flags_schema": str(table.get("flags_schema", "remote")),
+                              "state_dir": state_dir, "log_dir": log_dir}
+    for key in ("stop_timeout", "ready_timeout", "poll_interval", "restart_window"):
+        if key in table:
+            values[key] = _positive(f"hosts.{host}.restart.{key}", table[key])
+    if "max_restarts" in table:
+        values["max_restarts"] = int(_positive(f"hosts.{host}.restart.max_restarts", table["max_restarts"]))
+    return RestartSettings(**values)
+
+
+def _positive(where: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{where}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _launch_python(launch: str) -> str:
+    try:
+        tokens = shlex.split(launch)
+    except ValueError:
+        return "python3"
+    program = next((t for t in tokens if not _ASSIGNMENT.fullmatch(t)), "")
+    return program if os.path.basename(program).startswith("python") else "python3"

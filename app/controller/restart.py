@@ -1,0 +1,366 @@
+"""Restart one host's SGLang server with new flags: validated, guarded, reversible.
+
+`HostController.begin()` refuses synchronously, before anything runs on the host:
+invalid flags (422) -> a vetoed value (403) -> the restart-loop cap (429) -> this controller's lock,
+then the host's lease (409; the lease is a directory on the host, so two kvwatch processes exclude
+each other too). Then a worker thread:
+
+1. inspect the host: the record of the server kvwatch started (pid + start time + cmdline);
+   a port taken by a process kvwatch did not start ends it here, nothing stopped;
+2. stop kvwatch's server: SIGTERM to its process group, SIGKILL after `stop_timeout`, port free;
+3. start the target detached (new session, stdin /dev/null, a new per-run log) and tell the RunSink;
+4. follow the run's log and GET /health until the ready line has been seen and /health answers 200,
+   failing fast on a fatal line, an exit or `ready_timeout`;
+5. on success the flags become the host's last good ones; on failure the failed server is stopped
+   and the last good flags (or the launch flags) are started once more, the same way.
+
+Every step is idempotent against the host's record, so when the transport drops (CollectorError)
+the worker waits for the host and re-inspects: a run that started is followed, one that did not is
+started, and the helper never starts a second server while kvwatch's one is alive or the port is taken.
+Every request ends in exactly one audit record.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from app.controller.errors import Busy, HostUnavailable, InvalidFlags, RateLimited, RestartRefused, Vetoed
+from app.controller.operation import Operation, Target, new_run_id
+from app.controller.policy import ControllerConfig
+from app.controller.remote import RemoteHost
+from app.controller.sinks import AuditSink, Outcome, RestartRecord, RunSink
+from app.flags.argv import Launch, merge, parse_launch
+from app.flags.remote import DEFAULT_CACHE, SchemaCache, remote_schema
+from app.flags.schema import FlagError, FlagValue, Schema, ValidationError, load_bundled, normalize
+from collectors.base import CollectorError, Transport
+
+log = logging.getLogger(__name__)
+HEALTH_PATH = "/health"
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class Interrupted(Exception):
+    """The host stayed unreachable longer than the reconnect window."""
+
+
+class HostController:
+    """Restarts for one host. Thread-safe; at most one operation at a time."""
+
+    def __init__(self, config: ControllerConfig, connect: Callable[[], Transport], audit: AuditSink, runs: RunSink, *,
+                 cache: SchemaCache = DEFAULT_CACHE, reconnect_window: float = 120.0,
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = config
+        self.settings = config.restart
+        self.remote = RemoteHost(connect, self.settings.python, self.settings.state_dir, config.host)
+        self.audit, self.runs, self.cache = audit, runs, cache
+        self.reconnect_window, self.clock, self.sleep = reconnect_window, clock, sleep
+        self.last: Operation | None = None
+        self._lock = threading.Lock()
+        self._starts: deque[float] = deque()
+        self._own_ops: set[str] = set()
+        self._schema: Schema | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def name(self) -> str:
+        return self.config.host
+
+    @property
+    def busy(self) -> bool:
+        """True while a restart runs: alerting inhibits KV and stale alerts for this host meanwhile."""
+        return self._lock.locked()
+
+    def schema(self) -> Schema:
+        """The flag schema to validate against: the host's own sglang, or a pinned bundled version.
+
+        Remote: the installed version is asked every time (cheap, no torch import), so an upgrade on
+        the host is noticed; the extraction itself runs once per version (SchemaCache).
+        """
+        pinned = self.settings.flags_schema
+        if pinned != "remote" and self._schema is not None:
+            return self._schema
+        try:
+            self._schema = (remote_schema(self.remote, self.settings.python, self.cache)
+                            if pinned == "remote" else load_bundled(pinned))
+        except (CollectorError, FlagError) as exc:
+            raise HostUnavailable(f"{self.name}: cannot read sglang's flags: {exc}") from exc
+        return self._schema
+
+    def launch(self, schema: Schema | None = None) -> Launch:
+        launch, errors = parse_launch(schema or self.schema(), self.config.launch)
+        if errors:
+            raise InvalidFlags([ValidationError(e.flag, f"in hosts.{self.name}.launch: {e.message}") for e in errors])
+        return launch
+
+    def plan(self, flags: dict[str, object] | None = None, preset: str | None = None) -> dict[str, FlagValue]:
+        """The complete flags a request means (launch + preset + flags). Raises InvalidFlags or Vetoed."""
+        schema = self.schema()
+        launch = self.launch(schema)
+        requested: dict[str, object] = {}
+        if preset is not None:
+            if preset not in self.config.presets:
+                raise InvalidFlags([ValidationError("preset", f"unknown preset {preset!r} for {self.name}")])
+            requested.update(self.config.presets[preset].flags)
+        requested.update(flags or {})
+        changes, errors = normalize(schema, requested, strict=True)
+        if errors:
+            raise InvalidFlags(errors)
+        target = merge(launch.flags, changes)
+        veto = self.config.veto_for(schema, target)
+        if veto is not None:
+            raise Vetoed(f"--{veto.flag}={veto.value} is vetoed on {self.name}: {veto.reason}")
+        return target
+
+    def begin(self, who: str, flags: dict[str, object] | None = None, preset: str | None = None) -> Operation:
+        """Check, lock and start a restart in the background; the Operation carries the new run_id."""
+        at = self.clock()
+        to_flags: dict[str, FlagValue] = {}
+        try:
+            to_flags = self.plan(flags, preset)
+            self._check_rate(at)
+            if not self._lock.acquire(blocking=False):
+                raise Busy(f"a restart of {self.name} is already under way")
+        except RestartRefused as exc:
+            self._refused(who, at, to_flags or _shown(flags, preset), exc)
+            raise
+        op = Operation(op_id=new_run_id(at), host=self.name, who=who, requested_at=at,
+                       from_flags=self._last_flags(), to_flags=to_flags, run_id="")
+        try:
+            self._take_lease(op)
+        except (RestartRefused, CollectorError) as exc:
+            self._lock.release()
+            refusal = exc if isinstance(exc, RestartRefused) else HostUnavailable(f"{self.name}: {exc}")
+            self._refused(who, at, to_flags, refusal)
+            raise refusal from None
+        self._starts.append(at)
+        op.log_path = self._log_path(op.op_id)
+        op.run_id = self._announce(to_flags, op.log_path, op.op_id)
+        self.last = op
+        self._thread = threading.Thread(target=self._run, args=(op,), name=f"restart-{self.name}", daemon=True)
+        self._thread.start()
+        return op
+
+    def wait(self, timeout: float | None = None) -> Operation | None:
+        """Block until the current operation has finished (tests, the CLI)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.last
+
+    def inspect(self) -> dict[str, Any]:
+        """What runs on the host now, from its record (one helper call). Raises CollectorError."""
+        launch = self.launch()
+        port = int(launch.flags.get("port") or 30000)  # type: ignore[arg-type]
+        status = self.remote.status("127.0.0.1", port)
+        record = status.get("record") or {}
+        return {"run_id": record.get("run_id"), "flags": record.get("flags", launch.flags),
+                "running": bool(status.get("ours")), "pid": record.get("pid"), "log_path": record.get("log"),
+                "good_flags": (status.get("good") or {}).get("flags")}
+
+    def _check_rate(self, at: float) -> None:
+        window, cap = self.settings.restart_window, self.settings.max_restarts
+        while self._starts and self._starts[0] <= at - window:
+            self._starts.popleft()
+        if len(self._starts) >= cap:
+            retry = self._starts[0] + window - at
+            raise RateLimited(f"{self.name}: {cap} restarts within {window:.0f} s; next one allowed in {retry:.0f} s",
+                              retry_after=retry)
+
+    def _take_lease(self, op: Operation) -> None:
+        lease_s = self.settings.stop_timeout + 2 * self.settings.ready_timeout + self.reconnect_window + 120
+        answer = self.remote.lease(op.op_id, lease_s)
+        holder = answer.get("holder") or {}
+        if not answer.get("ok") and holder.get("op_id") in self._own_ops:
+            self.remote.release(str(holder["op_id"]))  # our own, left by an interrupted operation
+            answer = self.remote.lease(op.op_id, lease_s)
+        if not answer.get("ok"):
+            raise Busy(f"{self.name}: another kvwatch is restarting this host (operation {holder.get('op_id')})")
+        self._own_ops.add(op.op_id)
+
+    def _last_flags(self) -> dict[str, FlagValue]:
+        if self.last is not None and self.last.outcome == "ok":
+            return self.last.to_flags
+        return self.launch(self._schema).flags
+
+    def _run(self, op: Operation) -> None:
+        try:
+            outcome, detail = self._drive(op)
+        except Interrupted as exc:
+            outcome, detail = "interrupted", str(exc)
+        except Exception as exc:
+            log.exception("%s: restart %s failed", self.name, op.op_id)
+            outcome, detail = "failed", f"{type(exc).__name__}: {exc}"
+        op.outcome, op.detail = outcome, detail
+        op.step("done", f"{outcome}: {detail}")
+        self._record(op, outcome, detail)
+        if outcome != "interrupted":
+            try:
+                self.remote.release(op.op_id)
+            except CollectorError as exc:
+                log.warning("%s: could not release the lease of %s: %s", self.name, op.op_id, exc)
+        self._lock.release()
+
+    def _drive(self, op: Operation) -> tuple[Outcome, str]:
+        target = self._target(op.run_id, op.to_flags, op.log_path)
+        failure = self._bring_up(op, target)
+        if failure is None:
+            return "ok", f"run {target.run_id} is up with the new flags"
+        good = self._good_flags(op)
+        if good == op.to_flags:
+            return "failed", f"{failure}; the last good flags are the same, not retried"
+        token = new_run_id(self.clock())
+        log_path = self._log_path(token)
+        rollback = self._target(self._announce(good, log_path, token), good, log_path)
+        op.step("rolling_back", f"{failure}; rolling back to the last good flags as run {rollback.run_id}")
+        self._starts.append(self.clock())  # counts toward the cap; one rollback per operation, never more
+        second = self._bring_up(op, rollback)
+        if second is None:
+            return "rolled_back", f"{failure}; rolled back: run {rollback.run_id} is up with the last good flags"
+        return "failed", f"{failure}; the rollback failed too: {second}"
+
+    def _good_flags(self, op: Operation) -> dict[str, FlagValue]:
+        status = self._retrying(op, lambda: self.remote.status("127.0.0.1", 0))
+        good = (status.get("good") or {}).get("flags")
+        return dict(good) if isinstance(good, dict) else self.launch(self._schema).flags
+
+    def _log_path(self, token: str) -> str:
+        """A new log file per start, named by the operation (never by anything a request chose)."""
+        return f"{self.settings.log_dir.rstrip('/')}/sglang-{_SAFE.sub('_', self.name)}-{token}.log"
+
+    def _target(self, run_id: str, flags: dict[str, FlagValue], log_path: str) -> Target:
+        schema = self._schema or self.schema()  # the one this request was validated against
+        launch = self.launch(schema)
+        port = flags.get("port", schema.option("port").default)
+        bind = str(flags.get("host", schema.option("host").default) or "127.0.0.1")
+        return Target(run_id=run_id, flags=flags, argv=launch.argv(schema, flags), env=launch.env, log=log_path,
+                      host="127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind, port=int(port))  # type: ignore[arg-type]
+
+    def _bring_up(self, op: Operation, target: Target) -> str | None:
+        """None when `target` is up and healthy; else why not (the failed server is stopped)."""
+        failure: str | None = self._retrying(op, lambda: self._attempt(op, target))
+        return failure
+
+    def _retrying(self, op: Operation, step: Callable[[], Any]) -> Any:
+        while True:
+            try:
+                return step()
+            except CollectorError as exc:
+                state = op.state
+                op.step("reconnecting", f"lost {self.name} while {state}: {exc}")
+                self._await_host(op, state)
+                op.step(state, f"{self.name} is back; inspecting its state")
+
+    def _await_host(self, op: Operation, state: str) -> None:
+        deadline, delay = self.clock() + self.reconnect_window, 0.5
+        while self.clock() < deadline:
+            self.sleep(delay)
+            try:
+                self.remote.status("127.0.0.1", 0)
+                return
+            except CollectorError:
+                delay = min(delay * 2, 10.0)
+        raise Interrupted(f"lost {self.name} for more than {self.reconnect_window:.0f} s while {state}; "
+                          "the host's record says what runs there (GET .../restart shows it once reachable)")
+
+    def _attempt(self, op: Operation, target: Target) -> str | None:
+        status = self.remote.status(target.host, target.port)
+        record = status.get("record") or {}
+        if record.get("run_id") != target.run_id:  # else it started just before a drop: follow it
+            failure = self._replace(op, target, status)
+            if failure is not None:
+                return failure
+        op.log_path = target.log
+        return self._await_ready(op, target)
+
+    def _replace(self, op: Operation, target: Target, status: dict[str, Any]) -> str | None:
+        record = status.get("record") or {}
+        if status.get("ours"):
+            op.from_flags = dict(record.get("flags") or op.from_flags)
+            op.step("stopping", f"stopping run {record.get('run_id')} (pid {record.get('pid')})")
+            stopped = self.remote.stop(self.settings.stop_timeout)
+            self._ended(str(record.get("run_id")), f"stopped for run {target.run_id} ({stopped.get('stopped')})")
+            if stopped.get("left") or not stopped.get("port_free"):
+                left, free = stopped.get("left"), stopped.get("port_free")
+                return f"the old server did not go away (processes left: {left}, port free: {free})"
+        elif status.get("port_open"):
+            return f"port {target.port} is in use by a process kvwatch did not start; stop it by hand once"
+        op.step("starting", f"starting run {target.run_id}: {' '.join(target.argv)}")
+        started = self.remote.start(target.record(op.op_id, self.clock()))
+        if "error" in started:
+            self._ended(target.run_id, f"not started: {started['error']}")
+            return str(started["error"])
+        return None
+
+    def _announce(self, flags: dict[str, FlagValue], log_path: str, fallback: str) -> str:
+        """The run's id from the RunSink (our own token if the sink fails: the restart matters more)."""
+        try:
+            return str(self.runs.run_started(self.name, flags, log_path, self.clock()))
+        except Exception:
+            log.exception("%s: RunSink.run_started failed; run id %s used instead", self.name, fallback)
+            return fallback
+
+    def _ended(self, run_id: str, reason: str) -> None:
+        try:
+            self.runs.run_ended(self.name, run_id, self.clock(), reason)
+        except Exception:
+            log.exception("%s: RunSink.run_ended failed for %s", self.name, run_id)
+
+    def _await_ready(self, op: Operation, target: Target) -> str | None:
+        op.step("waiting", f"waiting for run {target.run_id} to be ready")
+        deadline = self.clock() + self.settings.ready_timeout
+        while True:
+            check = self.remote.check(op.offsets.get(target.run_id, 0), HEALTH_PATH)
+            if check.get("run_id") != target.run_id:
+                return f"the host's record now names run {check.get('run_id')}, not {target.run_id}"
+            op.offsets[target.run_id] = int(check["offset"])
+            fatal = op.scan(target.run_id, str(check.get("text", "")))
+            failure = (f"fatal line in the log: {fatal}" if fatal
+                       else "the server exited before it was ready" if not check.get("alive")
+                       else f"not ready after {self.settings.ready_timeout:.0f} s" if self.clock() > deadline
+                       else None)
+            if failure is not None:
+                self._stop_failed(target, failure)
+                return failure
+            if target.run_id in op.ready and check.get("health") == 200:
+                self.remote.promote(target.run_id)
+                return None
+            self.sleep(self.settings.poll_interval)
+
+    def _stop_failed(self, target: Target, failure: str) -> None:
+        self.remote.stop(self.settings.stop_timeout)
+        self._ended(target.run_id, failure)
+
+    def _refused(self, who: str, at: float, to_flags: dict[str, FlagValue], exc: RestartRefused) -> None:
+        outcome: Outcome = {422: "invalid", 403: "vetoed", 409: "busy", 429: "rate_limited"}.get(exc.status, "failed")  # type: ignore[assignment]
+        self._audit(RestartRecord(host=self.name, who=who, at=at, from_flags=self._safe_from(), to_flags=to_flags,
+                                  outcome=outcome, detail=exc.message))
+
+    def _safe_from(self) -> dict[str, FlagValue]:
+        try:
+            return self._last_flags()
+        except RestartRefused:
+            return {}
+
+    def _record(self, op: Operation, outcome: Outcome, detail: str) -> None:
+        self._audit(RestartRecord(host=self.name, who=op.who, at=op.requested_at, from_flags=op.from_flags,
+                                  to_flags=op.to_flags, outcome=outcome, detail=detail, run_id=op.run_id,
+                                  operation_id=op.op_id))
+
+    def _audit(self, record: RestartRecord) -> None:
+        try:
+            self.audit.record_restart(record)
+        except Exception:
+            log.exception("%s: AuditSink.record_restart failed", self.name)
+
+
+def _shown(flags: dict[str, object] | None, preset: str | None) -> dict[str, FlagValue]:
+    """A refused request as the audit shows it: names and values as text, never interpreted."""
+    shown: dict[str, FlagValue] = {str(k): repr(v) for k, v in (flags or {}).items()}
+    if preset is not None:
+        shown["<preset>"] = repr(preset)
+    return shown

@@ -1,0 +1,56 @@
+"""What the controller tells the rest of kvwatch: audit records and new runs.
+
+The store implements both Protocols; tests use small in-memory ones. Calls come from the restart's
+worker thread, so implementations must be thread-safe. They must not raise: an exception there is
+logged and the restart carries on (the server matters more than the bookkeeping).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from app.flags.schema import FlagValue
+
+Outcome = Literal[
+    "ok",            # the new flags are up and healthy
+    "rolled_back",   # the new flags failed; the last good flags are up again
+    "failed",        # neither came up (or the restart-loop cap stopped the rollback): server down
+    "interrupted",   # lost the host mid-way; the state found afterwards is in `detail`
+    "invalid",       # 422: refused before anything ran
+    "vetoed",        # 403: refused by policy before anything ran
+    "busy",          # 409: another restart holds the host
+    "rate_limited",  # 429: the restart-loop cap
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RestartRecord:
+    """One audit entry: who asked what, when, and how it ended."""
+
+    host: str
+    who: str
+    at: float                            # epoch seconds of the request
+    from_flags: dict[str, FlagValue]
+    to_flags: dict[str, FlagValue]
+    outcome: Outcome
+    detail: str = ""
+    run_id: str | None = None            # the run started with `to_flags`, if one was started
+    operation_id: str = ""
+
+
+class AuditSink(Protocol):
+    def record_restart(self, record: RestartRecord) -> None: ...
+
+
+class RunSink(Protocol):
+    """A run is one server start with its flags; its log is followed from `log_path` on the host.
+
+    `run_started` is called once the host is locked and before the server is spawned, so that the run
+    id can be answered at once (202); it returns the id the store gave the run. `run_ended` follows
+    when kvwatch stops that server, or when it failed to become ready.
+    """
+
+    def run_started(self, host: str, flags: dict[str, FlagValue], log_path: str, started_at: float) -> str: ...
+
+    def run_ended(self, host: str, run_id: str, ended_at: float, reason: str) -> None: ...

@@ -1,0 +1,60 @@
+"""The controller wired to the rest of kvwatch: the store as AuditSink and RunSink, one HostController
+per host that has a `launch`, each on an SSH connection of its own (`open_transport`).
+
+    app.state.controllers = build_controllers(config, store)     # in create_app
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from app.config import Config
+from app.controller.policy import parse_controller_config
+from app.controller.restart import HostController
+from app.controller.sinks import RestartRecord
+from app.flags.schema import FlagValue
+from app.pipeline.transports import open_transport
+from app.runs.registry import record_controller_run
+from app.store.base import Store
+
+RESTART_DOC = "restart"
+
+
+class StoreSinks:
+    """Audit records as store documents of kind "restart"; runs through the run registry."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def record_restart(self, record: RestartRecord) -> None:
+        key = f"{record.host}:{record.at:.6f}:{record.operation_id or record.outcome}"
+        self.store.put_document(RESTART_DOC, key, record.host, record.at, dataclasses.asdict(record))
+
+    def run_started(self, host: str, flags: dict[str, FlagValue], log_path: str, started_at: float) -> str:
+        return record_controller_run(self.store, host, flags, started_at, log_path)
+
+    def run_ended(self, host: str, run_id: str, ended_at: float, reason: str) -> None:
+        # The run registry ends a run when the next one starts, and marks failures from the log's own
+        # events; the reason is in the restart's audit record.
+        return None
+
+
+def controller_tables(config: Config) -> list[dict[str, Any]]:
+    """Each host's table as parse_controller_config reads it."""
+    return [{"name": h.name, "launch": h.launch, "server_log": h.server_log, **h.tables} for h in config.hosts]
+
+
+def build_controllers(config: Config, store: Store) -> dict[str, HostController]:
+    """A HostController for every host with a `launch`. Raises ConfigError on a bad controller table."""
+    shared: dict[str, Any] = {key: config.tables[key] for key in ("presets", "vetoes") if key in config.tables}
+    sinks = StoreSinks(store)
+    hosts = {h.name: h for h in config.hosts}
+    controllers = {}
+    for table in controller_tables(config):
+        parsed = parse_controller_config(table, shared)
+        if parsed is not None:
+            connect = functools.partial(open_transport, hosts[parsed.host])
+            controllers[parsed.host] = HostController(parsed, connect, sinks, sinks)
+    return controllers

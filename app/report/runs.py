@@ -1,0 +1,36 @@
+"""A report's run facts and comparison table, from the run tracker and compare (app.runs, app.compare)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.compare import compare_runs
+from app.errors import ConfigError
+from app.runs import Run, list_runs
+from app.store.base import Store
+
+
+def find_run(store: Store, host: str, run_id: str) -> Run:
+    runs = list_runs(store, host)
+    for run in runs:
+        if run.id == run_id:
+            return run
+    known = ", ".join(r.id for r in runs) or "none yet"
+    raise ConfigError(f"--run: no run {run_id!r} on host {host!r} (runs: {known})")
+
+
+def run_facts(run: Run) -> dict[str, Any]:
+    """What the report's "Run" table lists: identity, state, then the launch flags and capacity."""
+    facts: dict[str, Any] = {"run": run.id, "state": run.state}
+    facts.update({f"--{name}": value for name, value in run.flags.items()})
+    facts.update(run.capacity)
+    return facts
+
+
+def host_comparison(store: Store, host: str, baseline: str | None) -> dict[str, Any] | None:
+    """Every run of the host side by side, when it has two or more."""
+    runs = list_runs(store, host)
+    if len(runs) < 2:
+        return None
+    _, result = compare_runs(store, runs, baseline=baseline)
+    return result

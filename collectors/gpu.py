@@ -1,0 +1,89 @@
+"""GPU samples: nvidia-smi's own query loop on one channel per host (no process start per sample).
+
+The CSV lines come out as Lines (source "gpu"); parsers/ turns them into `kind: "gpu"` records.
+GPU samples are live readings with nothing to resume (no TailState). So that a store keyed like
+file lines (source, generation, offset) never merges two runs of the loop, `generation` is the
+loop's start time in epoch milliseconds and `offset` the byte count within that run.
+"""
+
+from __future__ import annotations
+
+import time
+
+from collectors.base import CollectorError, Line
+from collectors.lines import LineSplitter
+from collectors.watch import Stream
+
+QUERY = "timestamp,index,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu"
+
+
+def nvidia_smi_argv(interval_ms: int = 1000) -> list[str]:
+    return ["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", "-lms", str(interval_ms)]
+
+
+class GpuSampler:
+    """Keeps the loop running; `read()` returns the complete lines that arrived, never blocks long."""
+
+    def __init__(self, transport: object, source: str = "gpu", interval_ms: int = 1000,
+                 restart_after: float = 30.0) -> None:
+        self.transport = transport
+        self.source = source
+        self.interval_ms = interval_ms
+        self.restart_after = restart_after
+        self.generation = 0
+        self.samples = 0
+        self.last_error: str | None = None
+        self._stream: Stream | None = None
+        self._split: LineSplitter | None = None
+        self._next_start = 0.0
+
+    def read(self, timeout: float = 0.0) -> list[Line]:
+        if self._stream is None and not self._start():
+            return []
+        assert self._stream is not None and self._split is not None
+        lines: list[Line] = []
+        wait = timeout
+        while True:
+            data = self._stream.read(wait)
+            wait = 0.0
+            if data is None:
+                break
+            if data == b"":
+                self._ended()
+                break
+            lines += self._split.feed(data)
+        self.samples += len(lines)
+        return lines
+
+    def _start(self) -> bool:
+        if time.monotonic() < self._next_start:
+            return False
+        opener = getattr(self.transport, "open_stream", None)
+        if opener is None:
+            self.last_error = "transport cannot stream commands"
+            return False
+        try:
+            self._stream = opener(nvidia_smi_argv(self.interval_ms))
+        except CollectorError as exc:
+            self.last_error = str(exc)
+            self._next_start = time.monotonic() + self.restart_after
+            return False
+        self.generation = max(self.generation + 1, int(time.time() * 1000))
+        self._split = LineSplitter(self.source, self.generation, 0, 0)
+        return True
+
+    def _ended(self) -> None:
+        """nvidia-smi exited (no GPU, no driver, not installed): retry later, say why."""
+        err = b""
+        if self._stream is not None:
+            stderr = getattr(self._stream, "stderr", None)
+            err = stderr() if stderr is not None else b""
+            self._stream.close()
+        self.last_error = (err.decode(errors="replace").strip() or "nvidia-smi exited")[:300]
+        self._stream = None
+        self._next_start = time.monotonic() + self.restart_after
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None

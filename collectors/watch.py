@@ -1,0 +1,67 @@
+"""Wake-ups for a host's poll loop: one `tail -F` stream per host instead of fast polling.
+
+Measured on this machine: a poll round (one batched stat plus a read) costs ~4 ms over SSH, so
+polling every file 10 times a second on 64 hosts would be ~2500 remote requests a second; SFTP
+polling at 100 ms gave p50 56 ms (reference measurements). A `tail -n 0 -F` exec stream pushes a
+change within ~1 ms, so the loop polls when something happened, and on a slow timer otherwise.
+The stream carries only a wake-up: data is still read by the exact Tail, at exact offsets, so
+nothing `tail -F` does at rotation or truncation can misplace a byte. `tr -dc '\\n'` keeps one
+byte per appended line, so a busy JSONL file is not sent twice.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from collectors.base import CollectorError
+
+_SCRIPT = (
+    'if command -v stdbuf >/dev/null 2>&1; then tail -q -n 0 -F -- "$@" 2>&1 | stdbuf -o0 tr -dc "\\n"; '
+    'else tail -q -n 0 -F -- "$@" 2>&1; fi'
+)
+
+
+class Stream(Protocol):
+    def read(self, timeout: float) -> bytes | None: ...
+
+    def close(self) -> None: ...
+
+
+class Watch:
+    """`wait(timeout)` returns True as soon as any watched file changed (or the stream broke)."""
+
+    def __init__(self, transport: object, paths: list[str]) -> None:
+        self.paths = sorted(paths)
+        self._stream: Stream | None = None
+        opener = getattr(transport, "open_stream", None)
+        if opener is not None and self.paths:
+            try:
+                # a pty: when we go away, the remote tail is hung up instead of lingering
+                self._stream = opener(["sh", "-c", _SCRIPT, "sh", *self.paths], pty=True)
+            except CollectorError:
+                self._stream = None  # no shell or no tail: the loop falls back to its timer
+
+    @property
+    def active(self) -> bool:
+        return self._stream is not None
+
+    def wait(self, timeout: float) -> bool:
+        if self._stream is None:
+            return False
+        try:
+            got = self._stream.read(timeout)
+        except (CollectorError, OSError):
+            got = b""
+        if got is None:
+            return False
+        if got == b"":
+            self.close()  # ended: report once so the caller polls (and sees any connection error)
+            return True
+        while self._stream is not None and self._stream.read(0) not in (None, b""):
+            pass  # coalesce a burst into one wake-up
+        return True
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None

@@ -1,0 +1,81 @@
+"""Wake-up streams and the GPU sampler on both transports."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from collectors.base import Transport
+from collectors.gpu import GpuSampler
+from collectors.watch import Watch
+from tests.collectors.harness import append, numbered
+from tests.fixtures.sshd import Sshd
+
+
+def test_watch_wakes_on_append_rotation_and_creation(transport: Transport, tmp_path: Path) -> None:
+    log, later = tmp_path / "server.log", tmp_path / "later.log"
+    append(log, numbered(1, 3))
+    watch = Watch(transport, [str(log), str(later)])
+    try:
+        assert watch.active
+        watch.wait(1.0)  # tail -F may report the missing file once at start
+        while watch.wait(0.3):
+            pass
+        append(log, numbered(4, 4))
+        assert watch.wait(10.0)
+        os.rename(log, tmp_path / "server.log.1")
+        append(log, numbered(5, 5))
+        assert watch.wait(10.0)
+        append(later, numbered(1, 1))
+        assert watch.wait(10.0)
+        while watch.wait(0.3):
+            pass
+        assert not watch.wait(0.3)  # quiet files: no wake-up
+    finally:
+        watch.close()
+
+
+def test_gpu_sampler_reports_a_missing_nvidia_smi(transport: Transport) -> None:
+    sampler = GpuSampler(transport, restart_after=60)
+    try:
+        lines = []
+        for _ in range(20):
+            lines += sampler.read(0.2)
+            if sampler.last_error:
+                break
+        assert lines == []
+        assert sampler.last_error  # "nvidia-smi: not found" or the local spawn error, said once
+    finally:
+        sampler.close()
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_remote_watch_ends_with_its_channel(sshd: Sshd, tmp_path: Path) -> None:
+    log = tmp_path / "quiet.log"  # a file that never changes: tail would never write, never get SIGPIPE
+    log.touch()
+    remote = sshd.connect()
+    try:
+        watch = Watch(remote, [str(log)])
+        deadline = time.monotonic() + 20
+        while not _processes_mentioning(str(log)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _processes_mentioning(str(log)), "remote tail -F never started"
+        watch.close()
+        deadline = time.monotonic() + 10
+        while _processes_mentioning(str(log)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _processes_mentioning(str(log)) == []
+    finally:
+        remote.close()
