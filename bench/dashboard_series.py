@@ -2,7 +2,7 @@
 
 Side by side: the rollup path (what the API does) against the naive path (read every raw sample,
 then MinMaxLTTB), both as the handler's server-side work; plus the full HTTP request in-process.
-Usage: python bench/dashboard_series.py [--days 30] [--repeat 7] [--database URL]
+Usage: python bench/dashboard_series.py [--days 30] [--repeat 7] [--database PATH_OR_URL (reused if filled)]
 """
 
 from __future__ import annotations
@@ -66,8 +66,11 @@ def main() -> None:
     args = parser.parse_args()
     database = args.database or str(Path(tempfile.mkdtemp(prefix="kvwatch-bench-")) / "kvwatch.db")
     store = open_store(database)
-    fill_s = fill(store, args.days)
-    print(f"store: {database.split('@')[-1]}; {args.days * DAY:,} points inserted in {fill_s:.1f} s")
+    if store.extent(HOST, METRIC) is None:
+        fill_s = fill(store, args.days)
+        print(f"store: {database.split('@')[-1]}; {args.days * DAY:,} points inserted in {fill_s:.1f} s")
+    else:  # a store filled by an earlier run (pass --database): measure again without refilling
+        print(f"store: {database.split('@')[-1]}; reusing {len(store.series(HOST, METRIC)[0]):,} stored points")
     rollup = timed(handler_work(store, True), args.repeat)
     naive = timed(handler_work(store, False), args.repeat)
     config = Config(server=ServerConfig(), hosts=(HostConfig(name=HOST, ssh="local", server_log="/l"),))
