@@ -2,6 +2,7 @@
 import { fetchAlerts, fetchEvents, fetchHosts, fetchRuns, fetchSeries, openStream } from "./api.js";
 import { createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
+import { showHostPanels } from "./hostpanels.js";
 import { PANELS, tracesFor } from "./panels.js";
 import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 
@@ -108,6 +109,7 @@ async function loadHost(host) {
   $("host-picker").value = host;
   history.replaceState(null, "", `#host=${encodeURIComponent(host)}`);
   updateLiveBadge();
+  showHostPanels(host);
   const [series, markers] = await Promise.all([fetchCharts(null), fetchMarkers(), refreshHosts()]);
   const range = Number.isFinite(state.extent[0]) ? [...state.extent] : null;
   state.applied = range;

@@ -1,0 +1,175 @@
+// The compare view of one host: pick runs and a baseline, the steady-state table with change % and the
+// within-noise marker, the flag diff, copy as Markdown / download CSV, the overlay chart, windows by hand.
+import { el, fmt } from "./flageditor.js";
+import { drawOverlay } from "./overlay.js";
+
+const state = { host: null, runs: [], chosen: [], baseline: null, windows: {}, align: "start", result: null };
+const OVERLAY = ["gen_throughput", "token_usage"];
+
+export async function showCompare(root, host) {
+  state.host = host;
+  const response = await fetch(`/api/runs?${new URLSearchParams({ host })}`);
+  const runs = response.ok ? await response.json() : [];
+  if (host !== state.host) return;
+  Object.assign(state, { runs, chosen: runs.slice(-2).map((r) => r.id), baseline: null, windows: {}, result: null });
+  root.hidden = runs.length < 2;
+  if (root.hidden) return;
+  render(root);
+  await refresh(root);
+}
+
+const runLabel = (run) => `${run.id} · ${new Date(run.started_at * 1000).toLocaleString()}`;
+
+function render(root) {
+  const picks = state.runs.map((run) => el("label", { class: "run-pick" },
+    el("input", { type: "checkbox", value: run.id, checked: state.chosen.includes(run.id),
+                  "data-testid": `cmp-run-${run.id}`, onchange: (e) => toggleRun(root, run.id, e.target.checked) }),
+    ` ${runLabel(run)}`));
+  root.replaceChildren(
+    el("h2", { text: `compare runs · ${state.host}` }),
+    el("div", { class: "cmp-picks", id: "cmp-runs", "data-testid": "cmp-runs" }, ...picks),
+    el("div", { class: "cmp-actions" },
+      el("label", {}, "baseline ", el("select", { id: "cmp-baseline", "data-testid": "cmp-baseline",
+                                                  onchange: (e) => { state.baseline = e.target.value; refresh(root); } })),
+      el("label", {}, "align ", el("select", { id: "cmp-align", "data-testid": "cmp-align",
+                                               onchange: (e) => { state.align = e.target.value; refresh(root); } },
+        new Option("at start", "start"), new Option("at steady state", "steady"))),
+      el("button", { type: "button", id: "cmp-copy", "data-testid": "cmp-copy", text: "copy as Markdown",
+                     onclick: () => copyMarkdown(root) }),
+      el("button", { type: "button", id: "cmp-csv", "data-testid": "cmp-csv", text: "download CSV",
+                     onclick: downloadCsv }),
+      el("span", { id: "cmp-note", "data-testid": "cmp-note", class: "muted" })),
+    el("p", { class: "error", id: "cmp-error", "data-testid": "cmp-error" }),
+    el("div", { id: "cmp-table", "data-testid": "cmp-table", class: "cmp-table" }),
+    el("div", { id: "cmp-flags", "data-testid": "cmp-flags" }),
+    el("div", { id: "cmp-windows", "data-testid": "cmp-windows", class: "cmp-windows" }),
+    el("div", { id: "cmp-overlay", "data-testid": "cmp-overlay", class: "cmp-overlay" }));
+  root.querySelector("#cmp-align").value = state.align;
+}
+
+function toggleRun(root, id, on) {
+  state.chosen = state.runs.map((r) => r.id).filter((r) => (r === id ? on : state.chosen.includes(r)));
+  if (!state.chosen.includes(state.baseline)) state.baseline = null;
+  refresh(root);
+}
+
+function query(format) {
+  const query = new URLSearchParams({ runs: state.chosen.join(",") });
+  if (state.baseline) query.set("baseline", state.baseline);
+  for (const [id, [from, to]] of Object.entries(state.windows)) {
+    if (state.chosen.includes(id)) query.append("window", `${id}:${from}:${to}`);
+  }
+  if (format) query.set("format", format);
+  else { query.set("overlay", OVERLAY.join(",")); query.set("align", state.align); query.set("max_points", "800"); }
+  return `/api/compare?${query}`;
+}
+
+async function refresh(root) {
+  const error = root.querySelector("#cmp-error");
+  error.textContent = state.chosen.length < 2 ? "pick two runs or more" : "";
+  if (state.chosen.length < 2) return;
+  const response = await fetch(query());
+  const body = await response.json();
+  if (!response.ok) {
+    error.textContent = `${response.status}: ${fmt(body.detail)}`;
+    return;
+  }
+  state.result = body;
+  const baseline = root.querySelector("#cmp-baseline");
+  baseline.replaceChildren(...body.runs.map((r) => new Option(r.label || r.id, r.id)));
+  baseline.value = body.baseline || state.baseline || body.runs[0].id;
+  renderTable(root.querySelector("#cmp-table"), body);
+  renderFlagDiff(root.querySelector("#cmp-flags"), body);
+  renderWindows(root, body);
+  drawOverlay(root.querySelector("#cmp-overlay"), body.overlay, body.runs);
+  root.dataset.loaded = String(Number(root.dataset.loaded || 0) + 1);
+}
+
+const number = (v) => (v === null || v === undefined ? "—" : Math.abs(v) >= 100 ? Math.round(v).toLocaleString()
+  : Number(v.toPrecision(3)).toString());
+
+function cell(row, i, baseIndex) {
+  const status = row.status[i];
+  if (row.values[i] === null && status && status !== "steady" && status !== "exact") {
+    return el("td", { class: "not-enough", "data-status": status,
+                      text: status === "no_data" ? "no data" : "not enough steady data yet" });
+  }
+  const change = row.change_pct[i];
+  const noise = row.within_noise[i];
+  const td = el("td", { "data-status": status || "" }, el("span", { class: "value", text: number(row.values[i]) }));
+  if (i !== baseIndex && change !== null && change !== undefined) {
+    td.append(el("span", { class: noise ? "change noise" : "change", text: ` ${change > 0 ? "+" : ""}${change.toFixed(1)}%` }));
+    if (noise) td.append(el("span", { class: "noise-mark", title: "within noise", text: " ≈" }));
+  }
+  return td;
+}
+
+function renderTable(container, body) {
+  const baseIndex = body.runs.findIndex((r) => r.id === body.baseline);
+  const head = el("tr", {}, el("th", { text: "metric" }), ...body.runs.map((r, i) =>
+    el("th", { text: `${r.label || r.id}${i === baseIndex ? " (baseline)" : ""}` })));
+  const steady = el("tr", { class: "steady-row" }, el("td", { text: "steady window" }), ...body.runs.map((r) =>
+    el("td", { class: r.steady.status === "steady" ? "" : "not-enough",
+               text: r.steady.status === "steady" ? `${Math.round(r.steady.start_offset_s)}–${Math.round(r.steady.end_offset_s)} s`
+                 + (r.steady.auto ? "" : " (by hand)") : r.steady.message || r.steady.status })));
+  const rows = body.rows.map((row) => el("tr", { "data-metric": row.metric },
+    el("td", { text: `${row.label}${row.unit ? ` (${row.unit})` : ""}` }),
+    ...row.values.map((_, i) => cell(row, i, baseIndex))));
+  container.replaceChildren(el("table", { class: "compare" }, el("thead", {}, head), el("tbody", {}, steady, ...rows)),
+    el("p", { class: "muted", text: "change % against the baseline; ≈ marks a difference within noise (bootstrap CI)" }));
+}
+
+function renderFlagDiff(container, body) {
+  if (!body.flag_diff || !body.flag_diff.length) {
+    container.replaceChildren(el("p", { class: "muted", text: "same flags" }));
+    return;
+  }
+  const head = el("tr", {}, el("th", { text: "flag" }), ...body.runs.map((r) => el("th", { text: r.label || r.id })));
+  const rows = body.flag_diff.map((d) => el("tr", {}, el("td", {}, el("code", { text: `--${d.flag}` })),
+    ...d.values.map((v) => el("td", { text: v === null || v === undefined ? "—" : fmt(v) }))));
+  container.replaceChildren(el("h3", { text: "flag diff" }), el("table", { class: "compare flag-diff-table" },
+    el("thead", {}, head), el("tbody", {}, ...rows)));
+}
+
+// Two number inputs per run (seconds after its start); "apply" refetches with window=ID:FROM:TO.
+function renderWindows(root, body) {
+  const inputs = body.runs.map((r) => {
+    const from = el("input", { type: "number", step: "1", min: "0", "data-testid": `cmp-from-${r.id}`,
+                               value: String(Math.round(r.steady.start_offset_s)) });
+    const to = el("input", { type: "number", step: "1", min: "0", "data-testid": `cmp-to-${r.id}`,
+                             value: String(Math.round(r.steady.end_offset_s)) });
+    const apply = () => { state.windows[r.id] = [Number(from.value), Number(to.value)]; refresh(root); };
+    const auto = () => { delete state.windows[r.id]; refresh(root); };
+    return el("div", { class: "cmp-window" }, el("span", { text: `${r.label || r.id}: steady from ` }), from,
+      el("span", { text: " to " }), to, el("span", { text: " s " }),
+      el("button", { type: "button", "data-testid": `cmp-apply-${r.id}`, text: "apply", onclick: apply }),
+      r.steady.auto ? null : el("button", { type: "button", "data-testid": `cmp-auto-${r.id}`, text: "automatic",
+                                            onclick: auto }));
+  });
+  root.querySelector("#cmp-windows").replaceChildren(el("h3", { text: "steady windows" }), ...inputs);
+}
+
+async function copyMarkdown(root) {
+  const text = await (await fetch(query("markdown"))).text();
+  const note = root.querySelector("#cmp-note");
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // No clipboard API (plain http on another host): a selected textarea and execCommand.
+    const area = el("textarea", { "data-testid": "cmp-markdown-fallback" });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+  window.kvwatchCopiedMarkdown = text;
+  note.textContent = "Markdown copied";
+}
+
+function downloadCsv() {
+  const link = el("a", { href: query("csv"), download: `kvwatch-compare-${state.chosen.join("-")}.csv` });
+  document.body.append(link);
+  link.click();
+  link.remove();
+}

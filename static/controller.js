@@ -1,0 +1,186 @@
+// The controller panel of one host: flags that run now, presets (vetoed ones disabled with the reason),
+// the editor, the diff, a token kept in sessionStorage only, a confirmation, then live progress.
+import { diffFlags, el, FlagEditor, fmt, renderDiff } from "./flageditor.js";
+
+const TOKEN_KEY = "kvwatch-token";  // sessionStorage only: never the URL, never localStorage
+const state = { host: null, view: null, editor: null, preset: null, polling: null };
+
+const glob = (pattern) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`);
+
+function vetoOf(flags, vetoes) {
+  for (const veto of vetoes) {
+    const value = flags[veto.flag];
+    if (value !== undefined && glob(String(veto.value)).test(String(value))) return veto;
+  }
+  return null;
+}
+
+async function answerOf(response) {
+  const text = await response.text();
+  try { return JSON.parse(text); } catch { return { detail: text }; }
+}
+
+export async function showController(root, host) {
+  state.host = host;
+  clearInterval(state.polling);
+  const response = await fetch(`/api/hosts/${encodeURIComponent(host)}/controller`);
+  if (response.status === 404 || host !== state.host) {
+    if (host === state.host) root.replaceChildren();
+    root.hidden = true;
+    return;
+  }
+  root.hidden = false;
+  const view = await answerOf(response);
+  const flags = await (await fetch(`/api/hosts/${encodeURIComponent(host)}/flags`)).json().catch(() => ({ options: [] }));
+  if (host !== state.host) return;
+  state.view = view;
+  render(root, view, flags.options || []);
+  if (view.busy) follow(root);
+}
+
+function currentFlags(view) {
+  return (view.current && view.current.flags) || (view.launch && view.launch.flags) || {};
+}
+
+function render(root, view, options) {
+  const current = currentFlags(view);
+  const $ = (id) => root.querySelector(`#${id}`);
+  root.replaceChildren(
+    el("h2", { text: `controller · ${view.host}` }),
+    el("p", { class: "error", id: "ctl-error", "data-testid": "ctl-error", text: view.error || "" }),
+    el("details", { id: "ctl-current", "data-testid": "ctl-current" },
+      el("summary", { text: `runs now: ${Object.keys(current).length} flags` +
+        (view.current ? ` · ${view.current.running ? "running" : "not running"}` +
+                        (view.current.run_id ? ` · run ${view.current.run_id}` : "") : "") }),
+      el("pre", { text: Object.entries(current).map(([k, v]) => `--${k} ${fmt(v)}`).join("\n") })),
+    el("div", { class: "ctl-grid" },
+      el("div", {},
+        el("h3", { text: "preset" }),
+        el("div", { id: "ctl-presets", "data-testid": "ctl-presets", class: "presets" }),
+        el("p", { id: "ctl-effect", "data-testid": "ctl-effect", class: "muted" })),
+      el("div", {},
+        el("h3", { text: "flags of the next run" }),
+        el("div", { id: "ctl-editor", "data-testid": "ctl-editor" }),
+        el("div", { id: "ctl-search-slot" })),
+      el("div", {},
+        el("h3", { text: "what changes" }),
+        el("div", { id: "ctl-diff", "data-testid": "ctl-diff" }),
+        el("label", {}, "token ", el("input", { type: "password", id: "ctl-token", "data-testid": "ctl-token",
+                                               autocomplete: "off" })),
+        el("div", { class: "ctl-actions" },
+          el("button", { type: "button", id: "ctl-review", "data-testid": "ctl-review", text: "restart…" }),
+          el("span", { id: "ctl-confirm", "data-testid": "ctl-confirm", hidden: true },
+            el("span", { id: "ctl-confirm-text" }), " ",
+            el("button", { type: "button", id: "ctl-go", "data-testid": "ctl-go", class: "danger", text: "confirm restart" }),
+            el("button", { type: "button", id: "ctl-cancel", "data-testid": "ctl-cancel", text: "cancel" }))))),
+    el("div", { id: "ctl-progress", "data-testid": "ctl-progress", class: "ctl-progress", hidden: true },
+      el("p", {}, "restart: ", el("strong", { id: "ctl-state", "data-testid": "ctl-state" }),
+        " ", el("span", { id: "ctl-outcome", "data-testid": "ctl-outcome" })),
+      el("ol", { id: "ctl-steps", "data-testid": "ctl-steps" }),
+      el("pre", { id: "ctl-log", "data-testid": "ctl-log", class: "log-tail" })));
+  const diff = () => renderDiff($("ctl-diff"), diffFlags(current, state.editor.flags));
+  state.editor = new FlagEditor($("ctl-editor"), options, diff);
+  state.editor.set(current);
+  $("ctl-search-slot").replaceWith(state.editor.searchBox());
+  diff();
+  renderPresets(root, view, current, diff);
+  const token = $("ctl-token");
+  token.value = sessionStorage.getItem(TOKEN_KEY) || "";
+  token.addEventListener("input", () => sessionStorage.setItem(TOKEN_KEY, token.value));
+  $("ctl-review").addEventListener("click", () => review(root, current));
+  $("ctl-cancel").addEventListener("click", () => { $("ctl-confirm").hidden = true; });
+  $("ctl-go").addEventListener("click", () => restart(root, view));
+}
+
+function renderPresets(root, view, current, diff) {
+  const box = root.querySelector("#ctl-presets");
+  const effect = root.querySelector("#ctl-effect");
+  const pick = (preset) => {
+    state.preset = preset ? preset.name : null;
+    state.editor.set(preset ? { ...current, ...preset.flags } : current);
+    effect.textContent = preset ? `predicted effect: ${preset.description || "not described"}` : "";
+    diff();
+  };
+  const none = el("label", { class: "preset" }, el("input", { type: "radio", name: "preset", checked: true,
+                                                               "data-testid": "preset-none", onchange: () => pick(null) }),
+                  " keep the flags that run now");
+  box.replaceChildren(none);
+  for (const preset of view.presets) {
+    const veto = vetoOf({ ...currentFlags(view), ...preset.flags }, view.vetoes);
+    const radio = el("input", { type: "radio", name: "preset", disabled: Boolean(veto), value: preset.name,
+                                "data-testid": `preset-${preset.name}`, onchange: () => pick(preset) });
+    box.append(el("label", { class: veto ? "preset vetoed" : "preset", "data-preset": preset.name }, radio, " ",
+      el("strong", { text: preset.name }),
+      el("span", { class: "muted", text: ` ${preset.description || ""}` }),
+      veto ? el("span", { class: "veto", "data-testid": `veto-${preset.name}`,
+                          text: ` vetoed: --${veto.flag}=${veto.value}: ${veto.reason}` }) : null));
+  }
+}
+
+function review(root, current) {
+  const d = diffFlags(current, state.editor.flags);
+  const n = d.added.length + d.changed.length + d.removed.length;
+  root.querySelector("#ctl-confirm-text").textContent =
+    `restart ${state.host} with ${n} change${n === 1 ? "" : "s"}${state.preset ? ` (preset ${state.preset})` : ""}?`;
+  root.querySelector("#ctl-confirm").hidden = false;
+}
+
+// The request lays `flags` over the launch flags, so a flag of the launch line that the editor dropped goes as null.
+function requestBody(view) {
+  const flags = { ...state.editor.flags };
+  for (const name of Object.keys((view.launch && view.launch.flags) || {})) if (!(name in flags)) flags[name] = null;
+  return { flags };
+}
+
+async function restart(root, view) {
+  const error = root.querySelector("#ctl-error");
+  root.querySelector("#ctl-confirm").hidden = true;
+  error.textContent = "";
+  const response = await fetch(`/api/hosts/${encodeURIComponent(state.host)}/restart`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${root.querySelector("#ctl-token").value}` },
+    body: JSON.stringify(requestBody(view)),
+  });
+  const answer = await answerOf(response);
+  if (response.status === 202) {
+    follow(root);
+    return;
+  }
+  const detail = answer.detail;
+  if (detail && typeof detail === "object") {
+    state.editor.showErrors(detail.errors || []);
+    error.textContent = `${response.status}: ${detail.message}`;
+  } else {
+    error.textContent = `${response.status}: ${detail || response.statusText}`;
+  }
+}
+
+// Poll once a second, and only while a restart runs.
+function follow(root) {
+  root.querySelector("#ctl-progress").hidden = false;
+  clearInterval(state.polling);
+  const host = state.host;
+  const tick = async () => {
+    const status = await (await fetch(`/api/hosts/${encodeURIComponent(host)}/restart`)).json();
+    if (host !== state.host) return;
+    showOperation(root, status.operation);
+    if (!status.busy) {
+      clearInterval(state.polling);
+      root.querySelector("#ctl-progress").dataset.done = "true";
+    }
+  };
+  root.querySelector("#ctl-progress").dataset.done = "false";
+  state.polling = setInterval(tick, 1000);
+  tick();
+}
+
+function showOperation(root, op) {
+  if (!op) return;
+  root.querySelector("#ctl-state").textContent = op.state;
+  const outcome = root.querySelector("#ctl-outcome");
+  outcome.textContent = op.outcome ? `${op.outcome}${op.detail ? `: ${op.detail}` : ""}` : "";
+  outcome.className = op.outcome === "ok" ? "good" : op.outcome ? "error" : "";
+  root.querySelector("#ctl-steps").replaceChildren(...op.steps.map((s) =>
+    el("li", { text: `${new Date(s.at * 1000).toLocaleTimeString()} ${s.message}` })));
+  root.querySelector("#ctl-log").textContent = (op.log_tail || []).join("\n");
+}

@@ -1,0 +1,42 @@
+// The compare view's overlay chart: each metric of each run on one axis of seconds after its zero
+// (its start, or its steady window's start), the steady window shaded per run.
+
+const COLORS = ["#1f6feb", "#d97706", "#2e8b57", "#c0392b", "#7c3aed", "#0891b2"];
+const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+
+export function drawOverlay(element, overlay, runs) {
+  if (!overlay) return;
+  const metrics = Object.keys(overlay.series);
+  const traces = [];
+  const shapes = [];
+  const labels = Object.fromEntries(runs.map((r) => [r.id, r.label || r.id]));
+  metrics.forEach((metric, m) => {
+    overlay.series[metric].forEach((entry, r) => {
+      const color = COLORS[r % COLORS.length];
+      traces.push({ type: "scattergl", mode: "lines", name: `${labels[entry.run]} · ${metric}`,
+                    x: entry.points.map((p) => p[0]), y: entry.points.map((p) => p[1]),
+                    line: { color, width: 1.2 }, xaxis: "x", yaxis: m === 0 ? "y" : `y${m + 1}` });
+      if (m === 0 && entry.steady) {
+        shapes.push({ type: "rect", xref: "x", yref: "paper", x0: entry.steady[0], x1: entry.steady[1], y0: 0, y1: 1,
+                      fillcolor: color, opacity: 0.08, line: { width: 0 }, layer: "below", name: `steady-${entry.run}` });
+      }
+    });
+  });
+  const fg = css("--fg") || "#1f2328";
+  const grid = css("--grid") || "#e3e5e8";
+  const layout = {
+    height: 220 * Math.max(metrics.length, 1) + 60,
+    margin: { l: 60, r: 20, t: 30, b: 40 },
+    paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
+    grid: { rows: metrics.length, columns: 1, pattern: "coupled" },
+    xaxis: { title: { text: `seconds after ${overlay.align === "steady" ? "steady state" : "start"}` }, gridcolor: grid },
+    legend: { orientation: "h", y: 1.08 },
+    shapes,
+  };
+  metrics.forEach((metric, m) => {
+    layout[m === 0 ? "yaxis" : `yaxis${m + 1}`] = { title: { text: metric }, gridcolor: grid };
+  });
+  Plotly.react(element, traces, layout, { displaylogo: false, responsive: true });
+  element.dataset.traces = String(traces.length);
+  element.dataset.shapes = String(shapes.length);
+}

@@ -1,0 +1,177 @@
+"""The controller panel and the compare view in Debian's Chromium against a real uvicorn: a real restart of
+the fake SGLang server through the page, and two simulated runs compared from the real store."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.config import Config, HostConfig, ServerConfig
+from app.main import create_app
+from app.runner import build_services
+from app.services import Services
+from tests.app.slice_helpers import start_services, wait_until
+from tests.browser.world import ScriptedRun
+from tests.compare.synth import THREE_CONFIGS, write_log
+from tests.controller.support import free_port, host_table
+from tests.fixtures.web import block_outside_requests
+
+pytestmark = pytest.mark.browser
+SCREENSHOTS = Path(__file__).with_name("screenshots")
+TOKEN = "panel-t0ken"
+
+
+def open_page(page: Any, url: str) -> list[str]:
+    outside = block_outside_requests(page)
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    page.goto(url)
+    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    page.evaluate("window.kvwatchPanels")
+    return outside
+
+
+def shoot(page: Any, name: str, selector: str | None = None) -> None:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    target = page.locator(selector) if selector else page
+    kwargs = {} if selector else {"full_page": True}
+    target.screenshot(path=str(SCREENSHOTS / name), **kwargs)
+
+
+@pytest.fixture
+def controlled(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Services, str]]:
+    monkeypatch.delenv("KVWATCH_TOKEN", raising=False)
+    table = host_table(tmp_path, free_port())
+    (tmp_path / "logs").mkdir()
+    host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"], launch=table["launch"],
+                      tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+    config = Config(server=ServerConfig(data_dir=str(tmp_path), database="kvwatch.db", token=TOKEN), hosts=(host,))
+    services = build_services(config)
+    server = serve_app(create_app(services))
+    yield services, server.url
+    controller = services.controllers["gpu1"]
+    controller.wait(60)
+    controller.remote.stop(5)
+
+
+def test_controller_panel_presets_veto_token_and_live_progress(controlled: tuple[Services, str], page: Any) -> None:
+    services, url = controlled
+    outside = open_page(page, url)
+    page.wait_for_selector("[data-testid=preset-bf16-hicache-088]")
+    assert page.locator("#controller-panel").is_visible()
+    assert page.locator("[data-testid=preset-fp8-hicache-090]").is_disabled()
+    assert "degrades the model noticeably" in page.locator("[data-testid=veto-fp8-hicache-090]").inner_text()
+    assert page.locator("[data-testid=preset-bf16-hicache-088]").is_enabled()
+    # The editor holds the flags of the launch line, with the real widget for each.
+    assert page.locator("[data-testid=flag-input-model-path]").input_value() == "/models/Kimi-K2.5"
+    page.locator("[data-testid=preset-bf16-hicache-088]").check()
+    assert "159K" in page.locator("#ctl-effect").inner_text()
+    diff = page.locator("#ctl-diff").inner_text()
+    assert "--mem-fraction-static" in diff and "--hicache-size" in diff
+    assert page.locator("[data-testid=flag-input-enable-hierarchical-cache]").get_attribute("type") == "checkbox"
+    # An option with choices is a select of the real choices, found by the search box.
+    page.locator("#flag-search").fill("attention-backend")
+    page.locator("#flag-add").click()
+    assert page.locator("[data-testid=flag-input-attention-backend] option").count() > 3
+    page.locator("[data-testid=flag-remove-attention-backend]").click()
+    # Wrong token: 401 with its reason, nothing runs.
+    page.locator("#ctl-token").fill("wrong")
+    page.locator("#ctl-review").click()
+    assert "preset bf16-hicache-088" in page.locator("#ctl-confirm").inner_text()
+    page.locator("#ctl-go").click()
+    page.wait_for_function("document.getElementById('ctl-error').textContent.startsWith('401')")
+    assert services.controllers["gpu1"].last is None
+    assert page.evaluate("sessionStorage.getItem('kvwatch-token')") == "wrong"
+    assert page.evaluate("localStorage.getItem('kvwatch-token')") is None
+    # The right token: progress until the operation ends "ok".
+    page.locator("#ctl-token").fill(TOKEN)
+    page.locator("#ctl-review").click()
+    page.locator("#ctl-go").click()
+    page.wait_for_selector("#ctl-progress:not([hidden])")
+    page.wait_for_function("document.getElementById('ctl-progress').dataset.done === 'true'", timeout=90_000)
+    assert page.locator("#ctl-outcome").inner_text().startswith("ok"), page.locator("#ctl-outcome").inner_text()
+    assert page.locator("#ctl-steps li").count() >= 3
+    assert TOKEN not in page.url
+    op = services.controllers["gpu1"].last
+    assert op is not None and op.outcome == "ok" and op.to_flags["hicache-size"] == 48
+    shoot(page, "controller.png", "#controller-panel")
+    assert outside == []
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path, serve_app: Any) -> Any:
+    specs = tuple(replace(spec, duration_s=1500.0) for spec in THREE_CONFIGS[:2])
+    write_log(tmp_path / "server.log", specs, seed=7)
+    decode_lines = sum("Decode batch" in line for line in (tmp_path / "server.log").open())
+    services = start_services(tmp_path)
+    running = serve_app(create_app(services))
+    wait_until(lambda: len(services.store.series("local", "gen_throughput")[0]) == decode_lines, timeout=60)
+    return running
+
+
+def test_compare_view_table_markdown_csv_overlay_and_window(two_runs: Any, page: Any) -> None:
+    outside = open_page(page, two_runs.url)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 1", timeout=30_000)
+    header = page.locator("#cmp-table thead th").all_inner_texts()
+    assert len(header) == 3 and "(baseline)" in header[1]
+    kv = page.locator("#cmp-table tr[data-metric=max_total_num_tokens] td").all_inner_texts()
+    assert kv[1].startswith("116,000") and kv[2].startswith("159,000") and "+37.1%" in kv[2]
+    assert page.locator("#cmp-table tr[data-metric=gen_throughput] td").count() == 3
+    assert "--mem_fraction_static" in page.locator("#cmp-flags").inner_text().replace("-", "_").replace("__", "--")
+    assert page.evaluate("document.getElementById('cmp-overlay').dataset.shapes") == "2"
+    # Copy as Markdown: the clipboard holds the table the API renders.
+    page.locator("#cmp-copy").click()
+    page.wait_for_function("document.getElementById('cmp-note').textContent === 'Markdown copied'")
+    markdown = page.evaluate("navigator.clipboard.readText()")
+    assert markdown.startswith("| config | GPU KV tokens (max_total_num_tokens) |")
+    ids = ",".join(page.locator("#cmp-runs input").evaluate_all("els => els.map(e => e.value)"))
+    assert markdown == httpx.get(f"{two_runs.url}/api/compare", params={"runs": ids, "format": "markdown"}).text
+    assert [line.count("|") for line in markdown.splitlines()[:4]] == [8] * 4  # header, rule, one row per run
+    # Download CSV: one row per metric and run.
+    with page.expect_download() as info:
+        page.locator("#cmp-csv").click()
+    rows = list(csv.DictReader(io.StringIO(Path(info.value.path()).read_text())))
+    metrics = page.locator("#cmp-table tbody tr[data-metric]").count()
+    assert len(rows) == 2 * metrics
+    # Align at steady state, then a window by hand too short to judge: it says so instead of a number.
+    page.locator("#cmp-align").select_option("steady")
+    page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 2")
+    first = page.locator("#cmp-runs input").first.get_attribute("value")
+    page.locator(f"[data-testid=cmp-from-{first}]").fill("900")
+    page.locator(f"[data-testid=cmp-to-{first}]").fill("930")
+    page.locator(f"[data-testid=cmp-apply-{first}]").click()
+    page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 3")
+    cells = page.locator("#cmp-table tr[data-metric=gen_throughput] td").all_inner_texts()
+    assert cells[1] == "not enough steady data yet"
+    page.locator(f"[data-testid=cmp-from-{first}]").fill("600")
+    page.locator(f"[data-testid=cmp-to-{first}]").fill("1400")
+    page.locator(f"[data-testid=cmp-apply-{first}]").click()
+    page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 4")
+    assert "600–1400 s (by hand)" in page.locator("#cmp-table .steady-row").inner_text()
+    shoot(page, "compare.png", "#compare-view")
+    assert outside == []
+
+
+def test_dashboard_screenshot_of_a_saturated_run(tmp_path: Path, serve_app: Any, page: Any) -> None:
+    run = ScriptedRun(tmp_path)
+    services = build_services(run.config())
+    for collector in services.collectors.values():
+        collector.interval = 0.1
+    server = serve_app(create_app(services))
+    run.start()
+    try:
+        outside = open_page(page, server.url)
+        page.wait_for_function("document.getElementById('progress').textContent.includes('ETA')", timeout=15_000)
+        page.wait_for_selector("#alert-banner:not([hidden])", timeout=15_000)
+        shoot(page, "dashboard.png")
+        assert page.evaluate("document.getElementById('chart-throughput').data[0].x.length") >= 250
+        assert outside == []
+    finally:
+        run.stop()
