@@ -12,7 +12,7 @@ export async function showCompare(root, host) {
   const runs = response.ok ? await response.json() : [];
   if (host !== state.host) return;
   Object.assign(state, { runs, chosen: runs.slice(-2).map((r) => r.id), baseline: null, windows: {}, result: null });
-  root.hidden = runs.length < 2;
+  root.hidden = runs.length === 0;
   if (root.hidden) return;
   render(root);
   await refresh(root);
@@ -38,6 +38,8 @@ function render(root) {
                      onclick: () => copyMarkdown(root) }),
       el("button", { type: "button", id: "cmp-csv", "data-testid": "cmp-csv", text: "download CSV",
                      onclick: downloadCsv }),
+      el("button", { type: "button", id: "cmp-reload", "data-testid": "cmp-reload", text: "reload runs",
+                     onclick: () => showCompare(root, state.host) }),
       el("span", { id: "cmp-note", "data-testid": "cmp-note", class: "muted" })),
     el("p", { class: "error", id: "cmp-error", "data-testid": "cmp-error" }),
     el("div", { id: "cmp-table", "data-testid": "cmp-table", class: "cmp-table" }),
@@ -66,7 +68,8 @@ function query(format) {
 
 async function refresh(root) {
   const error = root.querySelector("#cmp-error");
-  error.textContent = state.chosen.length < 2 ? "pick two runs or more" : "";
+  const few = state.runs.length < 2 ? "one run so far: a comparison needs two" : "pick two runs or more";
+  error.textContent = state.chosen.length < 2 ? few : "";
   if (state.chosen.length < 2) return;
   const response = await fetch(query());
   const body = await response.json();

@@ -85,7 +85,7 @@ def merge_controller_runs(detected: list[Run], controller: list[Run]) -> list[Ru
             used.add(match.id)
             _adopt(run, match)
     runs = sorted([*controller, *(d for d in detected if d.id not in used)], key=lambda r: r.started_at)
-    for run, following in zip(runs, [*runs[1:], None]):  # runs may be empty: no strict
+    for run, following in zip(runs, [*runs[1:], None], strict=False):  # the None pads; runs may be empty
         run.ended_at = following.started_at if following is not None else None
     return runs
 

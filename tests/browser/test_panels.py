@@ -18,7 +18,6 @@ from app.main import create_app
 from app.runner import build_services
 from app.services import Services
 from tests.app.slice_helpers import start_services, wait_until
-from tests.browser.world import ScriptedRun
 from tests.compare.synth import THREE_CONFIGS, write_log
 from tests.controller.support import free_port, host_table
 from tests.fixtures.web import block_outside_requests
@@ -89,8 +88,16 @@ def test_controller_panel_presets_veto_token_and_live_progress(controlled: tuple
     assert services.controllers["gpu1"].last is None
     assert page.evaluate("sessionStorage.getItem('kvwatch-token')") == "wrong"
     assert page.evaluate("localStorage.getItem('kvwatch-token')") is None
-    # The right token: progress until the operation ends "ok".
+    # The right token but a value the controller refuses: 422, its reason next to the flag, nothing runs.
     page.locator("#ctl-token").fill(TOKEN)
+    page.locator("[data-testid=flag-input-model-path]").fill("-rf")
+    page.locator("#ctl-review").click()
+    page.locator("#ctl-go").click()
+    page.wait_for_function("document.getElementById('ctl-error').textContent.startsWith('422')")
+    assert page.locator("[data-testid=flag-error-model-path]").inner_text() != ""
+    assert services.controllers["gpu1"].last is None
+    page.locator("[data-testid=flag-input-model-path]").fill("/models/Kimi-K2.5")
+    # Then progress until the operation ends "ok".
     page.locator("#ctl-review").click()
     page.locator("#ctl-go").click()
     page.wait_for_selector("#ctl-progress:not([hidden])")
@@ -158,20 +165,3 @@ def test_compare_view_table_markdown_csv_overlay_and_window(two_runs: Any, page:
     shoot(page, "compare.png", "#compare-view")
     assert outside == []
 
-
-def test_dashboard_screenshot_of_a_saturated_run(tmp_path: Path, serve_app: Any, page: Any) -> None:
-    run = ScriptedRun(tmp_path)
-    services = build_services(run.config())
-    for collector in services.collectors.values():
-        collector.interval = 0.1
-    server = serve_app(create_app(services))
-    run.start()
-    try:
-        outside = open_page(page, server.url)
-        page.wait_for_function("document.getElementById('progress').textContent.includes('ETA')", timeout=15_000)
-        page.wait_for_selector("#alert-banner:not([hidden])", timeout=15_000)
-        shoot(page, "dashboard.png")
-        assert page.evaluate("document.getElementById('chart-throughput').data[0].x.length") >= 250
-        assert outside == []
-    finally:
-        run.stop()
