@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.resources import files
@@ -13,7 +14,15 @@ from fastapi.staticfiles import StaticFiles
 
 from app.alerts import start_alerting
 from app.api import ROUTERS
+from app.config import Config
+from app.controller.wiring import build_controllers
 from app.services import Services
+
+
+def api_token(config: Config) -> str | None:
+    """The token mutating endpoints require: KVWATCH_TOKEN, else [server] token."""
+    return os.environ.get("KVWATCH_TOKEN") or config.server.token
+
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 PLOTLY_DIR = Path(str(files("plotly") / "package_data"))
@@ -25,6 +34,8 @@ def create_app(services: Services, *, manage_collectors: bool = True) -> FastAPI
         if manage_collectors:
             services.start_collectors()
             services.alerts = start_alerting(services)
+            # Alerts of a host the controller is restarting are muted, and re-armed once it is done.
+            services.alerts.follow_restarts(lambda host: _restarting(app, host))
         try:
             yield
         finally:
@@ -33,6 +44,10 @@ def create_app(services: Services, *, manage_collectors: bool = True) -> FastAPI
 
     app = FastAPI(title="kvwatch", version="0.1.0", lifespan=lifespan)
     app.state.services = services
+    if not services.controllers:
+        services.controllers = build_controllers(services.config, services.store)
+    app.state.controllers = services.controllers
+    app.state.api_token = api_token(services.config)
     for router in ROUTERS:
         app.include_router(router)
     # plotly.js comes from the installed plotly package: the page never needs a CDN.
@@ -48,3 +63,8 @@ def create_app(services: Services, *, manage_collectors: bool = True) -> FastAPI
         return Response(status_code=204)
 
     return app
+
+
+def _restarting(app: FastAPI, host: str) -> bool:
+    controller = getattr(app.state, "controllers", {}).get(host)  # set where the controller is wired
+    return bool(controller is not None and controller.busy)
