@@ -12,6 +12,7 @@ import uvicorn
 
 from app.alerts import validate_alert_config
 from app.config import Config
+from app.controller.wiring import build_controllers
 from app.errors import ConfigError
 from app.main import create_app
 from app.pipeline.collector import HostCollector
@@ -72,6 +73,7 @@ def serve(config: Config, host: str, port: int, collect: bool = True) -> None:
     services = build_services(config, collect=collect)
     app = create_app(services)
     app.state.api_token = token
+    app.state.controllers = build_controllers(config, services.store) if collect else {}
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api import alerts, compare, events, export, hosts, metrics, runs, series, stream
+from app.api import alerts, compare, events, export, hosts, metrics, restart, runs, series, stream
 
 ROUTERS: tuple[APIRouter, ...] = (
     hosts.router,
@@ -16,4 +16,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     export.router,
     metrics.router,
     stream.router,
+    restart.router,
 )
