@@ -12,6 +12,7 @@ import uvicorn
 
 from app.alerts import validate_alert_config
 from app.config import Config
+from app.config_files import check_host_files
 from app.controller.wiring import build_controllers
 from app.errors import ConfigError
 from app.main import create_app
@@ -19,6 +20,7 @@ from app.pipeline.collector import HostCollector
 from app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
 from app.pipeline.relay import StoreRelay
 from app.pipeline.transports import open_transport
+from app.reload import ConfigReloader
 from app.services import Services
 from app.store import open_store
 
@@ -51,6 +53,7 @@ def database_path(config: Config) -> str:
 def build_services(config: Config, collect: bool = True) -> Services:
     """The store and one collector a host; with `collect=False` a web app reading what others collect."""
     validate_alert_config(config)  # a bad [alerts] field stops the start with one line, before serving
+    check_host_files(config)
     services = Services(config=config, store=open_store(database_path(config)))
     if not collect:
         services.background.append(StoreRelay(services))
@@ -75,6 +78,8 @@ def serve(config: Config, host: str, port: int, collect: bool = True) -> None:
     app.state.api_token = token
     app.state.controllers = build_controllers(config, services.store) if collect else {}
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
+    if collect and os.path.isfile(config.path):
+        ConfigReloader(services, config.path).install()
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
 
 

@@ -5,7 +5,6 @@ no 5xx, no status code or response body the schema does not document, no wrong c
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import schemathesis
