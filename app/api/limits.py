@@ -31,10 +31,6 @@ class Limits:
     mutation_burst: int = 10
 
 
-class _TooLarge(Exception):
-    pass
-
-
 async def _reply(send: Send, status: int, detail: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     body = json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
@@ -55,26 +51,33 @@ class BodyLimit:
             await _reply(send, 413, f"request body over {self.max_bytes} bytes")
             return
         seen = 0
-        started = False
+        started = replied = False
 
         async def counted() -> Message:
-            nonlocal seen
+            # Routes swallow exceptions from reading the body (FastAPI answers 400), so the 413 is
+            # sent from here and the route sees a client that went away.
+            nonlocal seen, replied
             message = await receive()
             seen += len(message.get("body", b""))
             if seen > self.max_bytes:
-                raise _TooLarge
+                if not started and not replied:
+                    replied = True
+                    await _reply(send, 413, f"request body over {self.max_bytes} bytes")
+                return {"type": "http.disconnect"}
             return message
 
         async def watched(message: Message) -> None:
             nonlocal started
+            if replied:
+                return
             started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
             await self.app(scope, counted, watched)
-        except _TooLarge:
-            if not started:
-                await _reply(send, 413, f"request body over {self.max_bytes} bytes")
+        except Exception:
+            if not replied:
+                raise
 
 
 class MutationRateLimit:

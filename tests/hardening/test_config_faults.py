@@ -121,7 +121,8 @@ def test_sighup_reload_keeps_the_last_good_config_and_applies_a_good_one(tmp_pat
     try:
         wait_until(lambda: _up(url), timeout=90)
         assert hosts_of(url) == {"a"}
-        path.write_text(server + local_host("a", tmp_path / "a.log") + "[[hosts]]\nname = 'b'\nssh = 3\nserver_log = '/x'\n")
+        bad_b = "[[hosts]]\nname = 'b'\nssh = 3\nserver_log = '/x'\n"
+        path.write_text(server + local_host("a", tmp_path / "a.log") + bad_b)
         proc.send_signal(signal.SIGHUP)
         time.sleep(2)
         assert proc.poll() is None, "a bad reload must not stop kvwatch"

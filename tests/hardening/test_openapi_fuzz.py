@@ -50,7 +50,7 @@ def test_every_operation_survives_generated_requests(world: World) -> None:
         @settings(max_examples=EXAMPLES_PER_OPERATION, derandomize=True, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(case=op.as_strategy(), with_token=st.booleans())
-        def run(case: schemathesis.Case, with_token: bool) -> None:
+        def run(case: schemathesis.Case, with_token: bool, label: str = label) -> None:
             response = case.call(base_url=world.url, headers=headers if with_token else None, timeout=30)
             TRIED[label] = TRIED.get(label, 0) + 1
             case.validate_response(response, checks=CHECKS)
