@@ -53,7 +53,10 @@ def bodies(canary: Path) -> Iterator[dict[str, Any]]:
         yield {"flags": {"tp": value}}
 
 
-def test_hostile_names_and_values_are_refused_audited_and_never_run(attack: tuple[TestClient, MemorySinks, Path]) -> None:
+Attack = tuple[TestClient, MemorySinks, Path]
+
+
+def test_hostile_names_and_values_are_refused_audited_and_never_run(attack: Attack) -> None:
     client, sinks, canary = attack
     sent = list(bodies(canary))
     for body in sent:
