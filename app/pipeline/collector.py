@@ -36,6 +36,10 @@ class FollowedFile:
     health: SourceHealth
 
 
+class StoreWriteFailed(Exception):
+    """A commit to the store failed; nothing of the batch was stored."""
+
+
 class HostCollector:
     def __init__(
         self,
@@ -84,6 +88,11 @@ class HostCollector:
             try:
                 self._follow(transport)
             except CollectorError as exc:
+                failures += 1
+                self._wait_backoff(failures, exc)
+            except StoreWriteFailed as exc:
+                # The tails read past what was committed: start them again from the stored offsets.
+                self.files.clear()
                 failures += 1
                 self._wait_backoff(failures, exc)
             finally:
@@ -137,7 +146,7 @@ class HostCollector:
         state = followed.tail.state
         batch = Batch(self.host.name, followed.source, followed.tail.path, state=state.as_dict() if state else None)
         records, unparsed = self._to_rows(followed, lines, batch)
-        self.store.commit(batch)
+        self._commit(batch)
         nbytes = sum(len(line.text) + 1 for line in lines)
         followed.health.saw(len(lines), nbytes, records, unparsed)
         self._publish(batch)
@@ -151,8 +160,14 @@ class HostCollector:
         if records:
             batch = Batch(self.host.name, followed.source, followed.tail.path)
             self._add_records(records, batch)
-            self.store.commit(batch)
+            self._commit(batch)
             self._publish(batch)
+
+    def _commit(self, batch: Batch) -> None:
+        try:
+            self.store.commit(batch)
+        except Exception as exc:  # sqlite3 / psycopg: disk full, read-only, connection lost
+            raise StoreWriteFailed(f"store write failed: {exc}") from exc
 
     def _add_records(self, records: list[Record], batch: Batch) -> None:
         for record in records:
