@@ -3,6 +3,11 @@ PORT ?= 8765
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# SGLang's own argument parser, for the test that regenerates app/flags/sglang-0.5.23.json. It imports
+# torch, so it lives in a venv of its own (about 90 s and 2.3 GB; torch 2.13.0 is the CPU build on disk).
+SGLANG_VENV := .venv-sglang
+SGLANG_LIGHT_DEPS := numpy orjson psutil pybase64 requests triton packaging pillow starlette pydantic pyzmq \
+	tqdm ipython aiohttp msgspec
 # Real components the tests start themselves (never mocked): sshd, Chromium, PostgreSQL, promtool.
 DEB_PACKAGES := openssh-server chromium postgresql
 DEB_NO_RECOMMENDS := prometheus
@@ -18,6 +23,12 @@ $(VENV)/.base: pyproject.toml
 
 $(VENV)/.test: $(VENV)/.base
 	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+$(SGLANG_VENV)/.ready:
+	$(PYTHON) -m venv $(SGLANG_VENV)
+	$(SGLANG_VENV)/bin/python -m pip install -q --no-deps sglang==0.5.23
+	$(SGLANG_VENV)/bin/python -m pip install -q torch==2.13.0 $(SGLANG_LIGHT_DEPS)
 	touch $@
 
 demo: $(VENV)/.base
@@ -36,12 +47,13 @@ system-packages:
 	    $(DEB_NO_RECOMMENDS); \
 	else echo "missing Debian packages:$$missing (run as root to install them)"; fi
 
-test: system-packages $(VENV)/.test
-	KVWATCH_REQUIRE_COMPONENTS=1 $(PY) -m pytest $(PYTEST_ARGS)
+test: system-packages $(VENV)/.test $(SGLANG_VENV)/.ready
+	KVWATCH_REQUIRE_COMPONENTS=1 KVWATCH_SGLANG_PYTHON=$(abspath $(SGLANG_VENV))/bin/python \
+	  $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) test-artifacts
+	rm -rf $(VENV) $(SGLANG_VENV) test-artifacts

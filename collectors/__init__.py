@@ -1,1 +1,10 @@
-"""Collectors: transports (local, SSH) and tails that turn followed files into Lines."""
+"""Collectors: transports (local, SSH) and tails that turn followed files into Lines.
+
+- base.py: Line, FileStat, CommandResult, the error tree, the Transport protocol
+- local.py / ssh.py: transports (ssh_target: config and ~/.ssh/config; ssh_errors: the one place
+  paramiko errors are translated; ssh_exec, ssh_stat, ssh_cursor: exec channels, remote stat shell,
+  streaming catch-up reads)
+- tail.py (+ lines.py, tail_state.py): the exact tail and its resumable TailState
+- watch.py: `tail -F` wake-ups; gpu.py: the nvidia-smi loop; metrics.py: /metrics through a tunnel
+- host.py: HostFollower, one thread per host (backoff.py, health.py)
+"""

@@ -1,8 +1,9 @@
 """`auto`: sniff what a stream is from its first lines, then hand every line to that parser.
 
 Lines are held (at most SNIFF_LINES) until one of them is decisive; then the chosen parser gets
-them all, in order, and `chosen` names it. No decisive line by then, or a flush before: SGLang,
-the format kvwatch is mostly pointed at. `health` is the chosen parser's once it is chosen.
+them all, in order, and `chosen` names it. No decisive line by then, or a flush while lines are held:
+SGLang, the format kvwatch is mostly pointed at. A flush before any line decides nothing.
+`health` is the chosen parser's once it is chosen.
 """
 
 from __future__ import annotations
@@ -62,9 +63,13 @@ class AutoParser:
         return self._choose(source or "sglang")
 
     def flush(self) -> list[Record]:
-        records = self._choose("sglang") if self.delegate is None else []
-        assert self.delegate is not None
-        return records + self.delegate.flush()
+        if self.delegate is None:
+            if not self._held:
+                return []  # an idle flush before any line must not decide the format
+            records = self._choose("sglang")
+            assert self.delegate is not None
+            return records + self.delegate.flush()
+        return self.delegate.flush()
 
     def _choose(self, source: str) -> list[Record]:
         self.chosen = source

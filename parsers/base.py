@@ -24,8 +24,9 @@ class ParseHealth:
 
     lines: int = 0
     records: int = 0
-    unparsed: int = 0
+    unparsed: int = 0  # lines that are not this source's format, or whose values could not be read
     access: int = 0  # HTTP access lines: recognised and counted, never records
+    ignored: int = 0  # well-formed log lines with nothing to record (startup chatter, INFO lines)
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -33,6 +34,7 @@ class ParseHealth:
             "records": self.records,
             "unparsed": self.unparsed,
             "access": self.access,
+            "ignored": self.ignored,
         }
 
 

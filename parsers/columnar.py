@@ -10,6 +10,8 @@ a traceback open, the rest of the block goes through the parser line by line.
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,7 +46,7 @@ def _shape_table(shape: Shape, groups: pa.StructArray, line_numbers: pa.Array) -
     for index, (name, kind) in enumerate(zip(shape.names, shape.types, strict=True)):
         raw = groups.field(f"v{index}")
         columns[name] = pc.equal(raw, "True") if kind == "bool" else raw.cast(_ARROW_TYPES[kind])
-    return pa.table(columns)
+    return pa.Table.from_pydict(columns)
 
 
 def _access_rows(lines: pa.Array, rows: pa.Array) -> pa.Array:
@@ -64,18 +66,28 @@ def _strip_cr(text: str) -> str:
 class ColumnarSglang:
     """Reads blocks of one SGLang stream; `parser` is that stream's parser and sees every other line."""
 
-    def __init__(self, parser: SglangParser) -> None:
+    def __init__(self, parser: SglangParser, pool: Executor | None = None) -> None:
         self.parser = parser
+        self.pool = pool  # decode and prefill lines are extracted side by side when given
+
+    def _kind(self, kind: str, marker: str, lines: pa.Array, first: int) -> list[Piece]:
+        """One kind's pieces. Touches only that kind's shapes, so two kinds may run in two threads."""
+        pieces: list[Piece] = []
+        candidates = pc.indices_nonzero(pc.match_substring(lines, marker)).cast(pa.int64())
+        if len(candidates):
+            self._extract(kind, lines, candidates, first, pieces)
+        return pieces
 
     def block(self, first_line_no: int, lines: pa.Array) -> tuple[list[pa.Table], list[Record]]:
         """(tables of fast-path records, the parser's records) for lines numbered from first_line_no."""
         if self.parser._block is not None:
             return [], self._python(first_line_no, lines.to_pylist())
-        pieces: list[Piece] = []
-        for kind, marker in _MARKERS:
-            candidates = pc.indices_nonzero(pc.match_substring(lines, marker)).cast(pa.int64())
-            if len(candidates):
-                self._extract(kind, lines, candidates, first_line_no, pieces)
+        if self.pool is None:
+            found = [self._kind(kind, marker, lines, first_line_no) for kind, marker in _MARKERS]
+        else:
+            futures = [self.pool.submit(self._kind, kind, marker, lines, first_line_no) for kind, marker in _MARKERS]
+            found = [future.result() for future in futures]
+        pieces = [piece for kind_pieces in found for piece in kind_pieces]
         positions = pa.array(np.arange(len(lines), dtype=np.int64))
         taken_rows = [rows for rows, _ in pieces] or [pa.array([], pa.int64())]
         taken = pc.is_in(positions, pa.concat_arrays(taken_rows))

@@ -16,9 +16,7 @@ from typing import NamedTuple
 from parsers.timestamps import iso
 
 _PROCESS = re.compile(r"\(\w[\w.-]* pid=\d+(?:, ip=[^)]*)?\) ?")
-_BRACKET = re.compile(
-    r"\[(?:(\d{4}-\d{2}-\d{2}) )?(\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)((?: +[^\]\s]+)*) *\] ?"
-)
+_BRACKET = re.compile(r"\[(?:(\d{4}-\d{2}-\d{2}) )?(\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)((?: +[^\]\s]+)*) *\] ?")
 _DICTCONFIG = re.compile(
     r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)(?: +[A-Z]+)?(?: +\d+)?(?: +\[([^\]]*)\])? ?"
 )

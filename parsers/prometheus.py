@@ -144,9 +144,7 @@ class PrometheusParser:
             record["ts"] = ts
         record["source"] = "prometheus"
         record["labels"] = labels
-        record["tags"] = {
-            tag: int(labels[key]) for key, tag in _RANK_TAGS.items() if labels.get(key, "").isdecimal()
-        }
+        record["tags"] = {tag: int(labels[key]) for key, tag in _RANK_TAGS.items() if labels.get(key, "").isdecimal()}
         if labels.get("engine", "").isdecimal():
             record["engine"] = int(labels["engine"])
         return record

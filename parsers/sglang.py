@@ -184,5 +184,9 @@ class SglangParser(TracebackMixin):
         event = event_of(message)
         if event is not None:
             return [event_record(line_no, header.ts, header.tags, event, message)]
-        self.health.unparsed += 1
+        # A line in SGLang's own format that says nothing we chart is not a parse failure.
+        if header.found:
+            self.health.ignored += 1
+        else:
+            self.health.unparsed += 1
         return []

@@ -27,7 +27,7 @@ from simulator import lifeline
 from simulator.workload import DATASETS, Dataset, OutputSink, sample_lengths, tqdm_line
 
 CHARS_PER_TOKEN = 4
-RETRY_PAUSE_S = 1.0
+RETRY_PAUSE_S = 0.5
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -29,8 +29,8 @@ from simulator.spec import ServerSpec
 from simulator.workload import DATASETS
 
 BACKFILL_S = 720.0
-CATCH_UP_S = 60.0
-BASELINE_RUN_S = 300.0  # simulated seconds of the fp8 run, startup included
+CATCH_UP_S = 45.0
+BASELINE_RUN_S = 240.0  # simulated seconds of the fp8 run, startup included
 DRAIN_S = 5.0
 MODEL_PATH = "/models/Kimi-K2.5"
 DEMO_DATASETS = DATASETS[1:]  # B1 was done before the story starts
@@ -46,10 +46,29 @@ PRESETS: dict[str, dict[str, object]] = {
                  "enable-hierarchical-cache": True, "hicache-size": 48},
     "hicache-0.93": {"mem-fraction-static": 0.93, "enable-hierarchical-cache": True, "hicache-size": 48},
 }
-VETOES: dict[str, tuple[object, ...]] = {"kv-cache-dtype": ("fp8_e4m3", "fp8_e5m2", "mxfp8")}
+PRESET_DESCRIPTIONS: dict[str, str] = {
+    "default": "measured: 116K KV tokens, 35-50 concurrent decode reqs, 600-850 tok/s",
+    "hicache-0.88": "measured: 159K KV tokens, 72 running, usage 0.96, queue 79, ~930 tok/s",
+    "fp8-0.90": "measured: 376K KV tokens, 150 running, usage 0.61-0.63, no queue, 1300-1450 tok/s (vetoed)",
+    "hicache-0.93": "runs out of memory at start (CUDA graph capture)",
+}
+# In kvwatch.toml's [[vetoes]] shape: flag, value (a glob on the value as text), reason.
+VETOES: tuple[dict[str, str], ...] = (
+    {"flag": "kv-cache-dtype", "value": "fp8*",
+     "reason": "the owner ruled out fp8 KV cache: it degrades the model noticeably"},
+)
 VETOED_PRESETS: tuple[str, ...] = ("fp8-0.90",)
 BASELINE_PRESET = "fp8-0.90"
 SATURATING_PRESET = "hicache-0.88"
+
+
+def config_tables() -> dict[str, object]:
+    """`presets` and `vetoes` as kvwatch.toml's top-level tables hold them, for the demo's config."""
+    return {
+        "presets": {name: {"flags": dict(flags), "description": PRESET_DESCRIPTIONS[name]}
+                    for name, flags in PRESETS.items()},
+        "vetoes": [dict(veto) for veto in VETOES],
+    }
 
 
 def flag_args(flags: dict[str, object]) -> list[str]:
@@ -80,12 +99,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def write_shim(workdir: Path, speed: float) -> Path:
-    """`python -m sglang.launch_server` that runs the simulator (PYTHONPATH puts it first)."""
+def write_shim(workdir: Path, speed: float, watch_pid: int | None = None) -> Path:
+    """`python -m sglang.launch_server` that runs the simulator (PYTHONPATH puts it first).
+
+    Servers the controller starts through it end when `watch_pid` (default: this process) does.
+    """
     shim = workdir / ".sim" / "shim"
     (shim / "sglang").mkdir(parents=True, exist_ok=True)
     (shim / "sglang" / "__init__.py").write_text('"""Simulated SGLang (kvwatch demo)."""\n', encoding="utf-8")
-    extra = ["--sim-speed", str(speed), "--sim-pid-file", str(workdir / ".sim" / "server.pid")]
+    extra = ["--sim-speed", str(speed), "--sim-pid-file", str(workdir / ".sim" / "server.pid"),
+             "--sim-watch-pid", str(watch_pid or os.getpid())]
     (shim / "sglang" / "launch_server.py").write_text(
         "import sys\n\nfrom simulator.server import main\n\n"
         f"sys.exit(main(sys.argv[1:] + {extra!r}))\n", encoding="utf-8")

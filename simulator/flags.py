@@ -82,6 +82,8 @@ def _sim_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sim-pid-file", type=Path, default=None, help="write this process's pid here")
     g.add_argument("--sim-parent-pid", type=int, default=None,
                    help="shut down (as on SIGTERM) when this process is no longer the parent")
+    g.add_argument("--sim-watch-pid", type=int, default=None,
+                   help="shut down (as on SIGTERM) when this process has exited")
     g.add_argument("--sim-seed", type=int, default=0)
     g.add_argument("--sim-fail-after", type=float, default=None,
                    help="simulated seconds after ready at which the scheduler crashes")

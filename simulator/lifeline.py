@@ -21,3 +21,23 @@ def watch_parent(parent: int, on_orphan: Callable[[], None], interval: float = 1
         on_orphan()
 
     threading.Thread(target=loop, name="parent-watch", daemon=True).start()
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie, exited but not yet reaped by its parent, counts as gone)."""
+    try:
+        stat = open(f"/proc/{pid}/stat", encoding="ascii", errors="replace").read()  # noqa: SIM115
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def watch_pid(pid: int, on_gone: Callable[[], None], interval: float = 1.0) -> None:
+    """Call `on_gone` once process `pid` has exited (for servers a controller restarts for the demo)."""
+
+    def loop() -> None:
+        while alive(pid):
+            time.sleep(interval)
+        on_gone()
+
+    threading.Thread(target=loop, name="pid-watch", daemon=True).start()

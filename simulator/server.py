@@ -225,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     server = SimServer(args, open_log(args))
     if args.sim_parent_pid is not None:
         lifeline.watch_parent(args.sim_parent_pid, server._term.set)
+    if args.sim_watch_pid is not None:
+        lifeline.watch_pid(args.sim_watch_pid, server._term.set)
     return server.run()
 
 

@@ -16,6 +16,7 @@ import json
 import sys
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
@@ -30,12 +31,12 @@ from parsers import SOURCES, LineParser, Record, create_parser
 from parsers.auto import AutoParser
 from parsers.columnar import ColumnarSglang
 from parsers.sglang import SglangParser
+from parsers.tables import conform, csv_ready, records_table, unified_schema
 
 NAME = "parse"
 HELP = "Parse server, client, GPU or /metrics logs offline into records (JSONL, CSV or Parquet)."
 FORMATS = ("jsonl", "csv", "parquet")
 BLOCK_BYTES = 4 << 20
-_FIRST_COLUMNS = ("kind", "line", "ts", "tags")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,9 +94,9 @@ Chunk = tuple[list[pa.Table], list[Record]]
 
 
 def parse_file(
-    path: Path, source: str, label: str | None, fast: bool = False, quiet: bool = True
+    path: Path, source: str, label: str | None, fast: bool = False, quiet: bool = True, pool: Executor | None = None
 ) -> Iterator[Chunk]:
-    """Chunks of records of one file. `fast`: SGLang logs take the columnar path (tables)."""
+    """Chunks of records of one file. `fast`: SGLang logs take the columnar path (tables), on `pool`."""
     parser: LineParser = create_parser(source, file=str(path))
     line_no = 0
     for text, ended in read_blocks(path):
@@ -105,7 +106,7 @@ def parse_file(
             lines = pc.split_pattern(pa.array([text], pa.string()), "\n").flatten()
             records, fed = _until_chosen(parser, line_no, lines)
             line_no += fed
-            columnar = _columnar(parser)
+            columnar = _columnar(parser, pool)
             if columnar is not None:
                 rest = lines.slice(fed)
                 tables, more = columnar.block(line_no + 1, rest)
@@ -138,10 +139,10 @@ def _until_chosen(parser: LineParser, line_no: int, lines: pa.Array) -> tuple[li
     return records, fed
 
 
-def _columnar(parser: LineParser) -> ColumnarSglang | None:
+def _columnar(parser: LineParser, pool: Executor | None) -> ColumnarSglang | None:
     if isinstance(parser, AutoParser):
         parser = parser.delegate  # type: ignore[assignment]  # None until it has chosen
-    return ColumnarSglang(parser) if isinstance(parser, SglangParser) else None
+    return ColumnarSglang(parser, pool) if isinstance(parser, SglangParser) else None
 
 
 def _labelled(tables: list[pa.Table], records: list[Record], label: str | None) -> Chunk:
@@ -160,9 +161,12 @@ def _summary(path: Path, parser: LineParser, lines: int) -> None:
 
 def _chunks(args: argparse.Namespace) -> Iterator[Chunk]:
     several = len(args.files) > 1
-    for path in args.files:
-        label = str(path) if several else None
-        yield from parse_file(path, args.source, label, args.format != "jsonl", args.quiet)
+    fast = args.format != "jsonl"
+    # Arrow's kernels release the GIL: decode and prefill lines are extracted on two threads.
+    with ThreadPoolExecutor(2, thread_name_prefix="kvwatch-parse") as pool:
+        for path in args.files:
+            label = str(path) if several else None
+            yield from parse_file(path, args.source, label, fast, args.quiet, pool if fast else None)
 
 
 def _write(args: argparse.Namespace) -> None:
@@ -189,7 +193,7 @@ def spool_parts(chunks: Iterator[Chunk], spool: Path) -> list[Path]:
     """Write each chunk as one Arrow IPC file, rows in line order; their paths."""
     parts: list[Path] = []
     for tables, records in chunks:
-        pieces = [*tables, to_table(records)] if records else tables
+        pieces = [*tables, records_table(records)] if records else tables
         if not pieces:
             continue
         table = pa.concat_tables(pieces, promote_options="permissive") if len(pieces) > 1 else pieces[0]
@@ -201,118 +205,12 @@ def spool_parts(chunks: Iterator[Chunk], spool: Path) -> list[Path]:
     return parts
 
 
-def to_table(batch: list[Record]) -> pa.Table:
-    """Records -> table; each column typed by its values (mixed -> float or text)."""
-    names = dict.fromkeys(_FIRST_COLUMNS)
-    for shape in dict.fromkeys(tuple(record) for record in batch):
-        names.update(dict.fromkeys(shape))
-    columns = {}
-    for name in names:
-        values = [record.get(name) for record in batch]
-        if any(value is not None for value in values):
-            columns[name] = _column(values)
-    return pa.table(columns)
-
-
-_JSON_CACHE: dict[Any, str] = {}
-
-
-def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, dict | list):
-        key = tuple(value.items()) if isinstance(value, dict) and len(value) < 8 else None
-        try:
-            cached = _JSON_CACHE.get(key) if key is not None else None
-        except TypeError:  # an unhashable value inside
-            key = cached = None
-        if cached is None:
-            cached = json.dumps(value, ensure_ascii=False)
-            if key is not None and len(_JSON_CACHE) < 4096:
-                _JSON_CACHE[key] = cached
-        return cached
-    return str(value)
-
-
-def _flat(value: Any) -> bool:
-    return isinstance(value, dict) and not any(isinstance(item, dict | list) for item in value.values())
-
-
-def _column(values: list[Any]) -> pa.Array:
-    kinds = {type(value) for value in values if value is not None}
-    if kinds == {dict} and all(_flat(value) for value in values if value is not None):
-        try:
-            array = pa.array(values)
-        except (pa.ArrowException, OverflowError, TypeError, ValueError):
-            array = None
-        if array is not None:  # `tags`: a struct; all empty -> nulls (Parquet has no empty struct)
-            return pa.nulls(len(values)) if array.type.num_fields == 0 else array
-    if kinds & {dict, list}:
-        return pa.array([_text(value) for value in values], pa.string())
-    if kinds == {int, float}:
-        return pa.array([None if value is None else float(value) for value in values], pa.float64())
-    try:
-        return pa.array(values)
-    except (pa.ArrowException, OverflowError, TypeError, ValueError):
-        return pa.array([_text(value) for value in values], pa.string())
-
-
-def unified_schema(schemas: list[pa.Schema]) -> pa.Schema:
-    """One schema for all parts: Arrow's permissive promotion, else per column float or text."""
-    try:
-        return pa.unify_schemas(schemas, promote_options="permissive")
-    except (pa.ArrowException, TypeError, ValueError):
-        pass
-    types: dict[str, set[pa.DataType]] = {}
-    for schema in schemas:
-        for field in schema:
-            types.setdefault(field.name, set()).add(field.type)
-    fields = []
-    for name, found in types.items():
-        found.discard(pa.null())
-        if len(found) == 1:
-            fields.append(pa.field(name, found.pop()))
-        elif found and all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in found):
-            fields.append(pa.field(name, pa.float64()))
-        else:
-            fields.append(pa.field(name, pa.string() if found else pa.null()))
-    return pa.schema(fields)
-
-
-def _cast(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray | pa.Array:
-    try:
-        return column.cast(target)
-    except (pa.ArrowException, TypeError, ValueError):
-        return pa.array([_text(value) for value in column.to_pylist()], target)
-
-
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    columns = []
-    for field in schema:
-        if field.name in table.column_names:
-            columns.append(_cast(table[field.name], field.type))
-        else:
-            columns.append(pa.nulls(len(table), field.type))
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _csv_ready(table: pa.Table) -> pa.Table:
-    """CSV holds scalars only: struct columns become `tags.TP`-style columns, lists JSON text."""
-    while any(pa.types.is_struct(field.type) for field in table.schema):
-        table = table.flatten()
-    for index, field in enumerate(table.schema):
-        if pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
-            texts = pa.array([_text(value) for value in table[field.name].to_pylist()], pa.string())
-            table = table.set_column(index, field.name, texts)
-    return table
-
-
 def write_table(parts: list[Path], fmt: str, target: Any) -> None:
     """Write the spooled parts as one CSV or Parquet file, one part in memory at a time."""
     schemas = [pa.ipc.open_file(pa.memory_map(str(part))).schema for part in parts]
     schema = unified_schema(schemas) if schemas else pa.schema([("kind", pa.string()), ("line", pa.int64())])
     if fmt == "csv":
-        schema = _csv_ready(schema.empty_table()).schema
+        schema = csv_ready(schema.empty_table()).schema
     writer: Any = (
         pq.ParquetWriter(target, schema, use_dictionary=["kind", "file"])  # ts and values: no gain
         if fmt == "parquet"
@@ -322,5 +220,5 @@ def write_table(parts: list[Path], fmt: str, target: Any) -> None:
         for part in parts:
             with pa.memory_map(str(part)) as source:
                 table = pa.ipc.open_file(source).read_all()
-                table = _csv_ready(table) if fmt == "csv" else table
-                writer.write_table(_conform(table, schema))
+                table = csv_ready(table) if fmt == "csv" else table
+                writer.write_table(conform(table, schema))

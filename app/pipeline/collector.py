@@ -1,43 +1,35 @@
-"""One thread per host: poll its files, parse, commit records with offsets, publish what is new.
+"""One thread per host: follow its files, parse, commit records with offsets, publish what is new.
 
-A failing host only ever affects its own thread: errors move it to `reconnecting` with capped
-exponential backoff and jitter, and the others go on.
+A failing host only ever affects its own thread. Connection errors back off by kind (collectors'
+`Backoff`: jittered and capped; at least a minute after an auth failure; a rejected host key is
+never retried). A store that refuses a batch rewinds the tail to what the store has, so the lines
+are read again on the next round and nothing is lost or stored twice.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from app.bus import EventBus
 from app.config import HostConfig
+from app.pipeline.batches import METRICS_PREFIX, BatchBuilder, FollowedFile, health_key, parser_for
 from app.pipeline.health import HostHealth, SourceHealth
-from app.pipeline.rows import RankAggregator, record_rows
-from app.store.base import Batch, Sample, Store
-from collectors.base import CollectorError, HostKeyRejected, Line, Transport
-from collectors.tail import Tail
+from app.store.base import Batch, Store
+from collectors.backoff import Backoff
+from collectors.base import CollectorError, FileStat, Transport
+from collectors.gpu import GpuSampler
+from collectors.metrics import scrape
+from collectors.tail import UNKNOWN, Tail, Unknown
 from collectors.tail_state import TailState
-from parsers import LineParser, Record, create_parser
+from collectors.watch import Watch
+from parsers import LineParser, create_parser
 
 log = logging.getLogger(__name__)
-BACKOFF_MAX_S = 60.0
-
-
-@dataclass(slots=True)
-class FollowedFile:
-    source: str
-    tail: Tail
-    parser: LineParser | None  # None for output files: their lines are counted, not parsed
-    health: SourceHealth
-
-
-class StoreWriteFailed(Exception):
-    """A commit to the store failed; nothing of the batch was stored."""
+METRICS_EVERY_S = 5.0
+PUBLISHED_EVENTS = {"capacity": "run", "server_args": "run", "event": "event"}
 
 
 class HostCollector:
@@ -56,8 +48,8 @@ class HostCollector:
         self.interval = interval
         self.health = HostHealth()
         self.files: dict[tuple[str, str], FollowedFile] = {}
-        # One per host: a host series combines every rank's (or every output file's) latest value.
-        self.aggregator = RankAggregator()
+        self.builder = BatchBuilder(host.name)
+        self._gpu_parser: LineParser = create_parser("nvidia-smi")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"collector-{host.name}", daemon=True)
 
@@ -70,49 +62,73 @@ class HostCollector:
         self.health.set_state("stopped")
 
     def _run(self) -> None:
-        failures = 0
+        backoff = Backoff()
         while not self._stop.is_set():
             try:
                 transport = self.open_transport(self.host)
-            except HostKeyRejected as exc:
-                # A changed or unknown key is a security event: never retried on our own.
-                self.health.set_state("failed", f"host key rejected: {exc}")
-                self.bus.publish("host", {"host": self.host.name, **self.health.as_dict()})
-                return
             except CollectorError as exc:
-                failures += 1
-                self._wait_backoff(failures, exc)
+                if not self._retry_later(backoff, exc):
+                    return
                 continue
-            failures = 0
+            connected_at = time.monotonic()
             self.health.set_state("up")
+            self._publish_health()
             try:
                 self._follow(transport)
             except CollectorError as exc:
-                failures += 1
-                self._wait_backoff(failures, exc)
-            except StoreWriteFailed as exc:
-                # The tails read past what was committed: start them again from the stored offsets.
-                self.files.clear()
-                failures += 1
-                self._wait_backoff(failures, exc)
+                backoff.connected_for(time.monotonic() - connected_at)
+                if not self._retry_later(backoff, exc):
+                    return
+            except Exception as exc:  # a bug must not end collection for days: log it, retry
+                log.exception("%s: collector failed unexpectedly", self.host.name)
+                if not self._retry_later(backoff, exc):
+                    return
             finally:
                 transport.close()
 
-    def _wait_backoff(self, failures: int, exc: Exception) -> None:
+    def _retry_later(self, backoff: Backoff, exc: Exception) -> bool:
+        delay = backoff.next_delay(exc)
+        if delay is None:
+            # A changed or unknown key is a security event: a person must look, we never retry.
+            self.health.set_state("failed", f"host key rejected: {exc}")
+            self._publish_health()
+            log.error("%s: host key rejected; not retrying: %s", self.host.name, exc)
+            return False
         self.health.reconnects += 1
         self.health.set_state("reconnecting", str(exc))
-        self.bus.publish("host", {"host": self.host.name, **self.health.as_dict()})
-        delay = min(BACKOFF_MAX_S, 0.5 * 2 ** min(failures, 10)) * random.uniform(0.5, 1.0)
+        self._publish_health()
         log.warning("%s: %s; retrying in %.1f s", self.host.name, exc, delay)
         self._stop.wait(delay)
+        return True
+
+    def _publish_health(self) -> None:
+        self.bus.publish("host", {"host": self.host.name, **self.health.as_dict()})
 
     def _follow(self, transport: Transport) -> None:
-        while not self._stop.is_set():
-            self._discover(transport)
-            for followed in list(self.files.values()):
-                while self._poll_once(followed):
-                    pass
-            self._stop.wait(self.interval)
+        watch: Watch | None = None
+        gpu = GpuSampler(transport) if self.host.gpu else None
+        next_scrape = 0.0
+        try:
+            while not self._stop.is_set():
+                self._discover(transport)
+                paths = sorted(f.tail.path for f in self.files.values())
+                if watch is None or watch.paths != paths:
+                    if watch is not None:
+                        watch.close()
+                    watch = Watch(transport, paths)
+                self._poll_files(transport)
+                if gpu is not None:
+                    self._commit_gpu(gpu)
+                if self.host.metrics_port and time.monotonic() >= next_scrape:
+                    next_scrape = time.monotonic() + METRICS_EVERY_S
+                    self._scrape_metrics(transport, self.host.metrics_port)
+                if not (watch.active and watch.wait(self.interval)):
+                    self._stop.wait(0 if watch.active else self.interval)
+        finally:
+            if watch is not None:
+                watch.close()
+            if gpu is not None:
+                gpu.close()
 
     def _discover(self, transport: Transport) -> None:
         wanted = [("server_log", self.host.server_log)]
@@ -121,73 +137,81 @@ class HostCollector:
         for pattern in self.host.outputs:
             wanted.extend(("outputs", path) for path in transport.glob(pattern))
         for source, path in wanted:
-            key = (source, path)
-            if key in self.files:
-                self.files[key].tail.transport = transport
+            known = self.files.get((source, path))
+            if known is not None:
+                known.tail.rebind(transport)
                 continue
             state = TailState.from_dict(self.store.load_state(self.host.name, source, path))
             if source == "outputs":
-                self.aggregator.seed("completions", path, float(state.line_no))
-            self.files[key] = FollowedFile(
+                self.builder.aggregator.seed("completions", path, float(state.line_no))
+            tail = Tail(transport, path, source, state)
+            self.files[(source, path)] = FollowedFile(
                 source=source,
-                tail=Tail(transport, path, source, state),
-                parser=_parser_for(source),
-                health=self.health.sources.setdefault(
-                    source if source != "outputs" else f"outputs:{os.path.basename(os.path.dirname(path))}",
-                    SourceHealth(path=path),
-                ),
+                tail=tail,
+                parser=parser_for(source),
+                health=self.health.sources.setdefault(health_key(source, path), SourceHealth(path=path)),
+                committed=tail.state,
             )
 
-    def _poll_once(self, followed: FollowedFile) -> bool:
-        lines = followed.tail.poll()
+    def _poll_files(self, transport: Transport) -> None:
+        stats = _stat_many(transport, [f.tail.path for f in self.files.values()])
+        for followed in list(self.files.values()):
+            stat: FileStat | Unknown | None = stats.get(followed.tail.path, UNKNOWN)
+            while self._poll_once(followed, stat):
+                stat = UNKNOWN  # a long file takes several reads; the batched stat was for the first
+
+    def _poll_once(self, followed: FollowedFile, stat: FileStat | Unknown | None) -> bool:
+        lines = followed.tail.poll(stat)
         if not lines:
             self._flush_idle(followed)
             return False
-        state = followed.tail.state
-        batch = Batch(self.host.name, followed.source, followed.tail.path, state=state.as_dict() if state else None)
-        records, unparsed = self._to_rows(followed, lines, batch)
-        self._commit(batch)
-        nbytes = sum(len(line.text) + 1 for line in lines)
-        followed.health.saw(len(lines), nbytes, records, unparsed)
-        self._publish(batch)
+        batch, records, unparsed = self.builder.from_lines(followed, lines)
+        if not self._commit(batch):
+            followed.tail.rewind(followed.committed)
+            return False
+        followed.committed = followed.tail.state
+        followed.health.saw(len(lines), sum(len(line.text) + 1 for line in lines), records, unparsed)
         return True
 
     def _flush_idle(self, followed: FollowedFile) -> None:
         """A parser holds a traceback until the next line; an idle file means it has ended."""
-        if followed.parser is None:
-            return
-        records = followed.parser.flush()
-        if records:
-            batch = Batch(self.host.name, followed.source, followed.tail.path)
-            self._add_records(records, batch)
-            self._commit(batch)
-            self._publish(batch)
+        if followed.parser is not None:
+            records = followed.parser.flush()
+            if records:
+                self._commit(self.builder.from_records(followed.source, followed.tail.path, records))
 
-    def _commit(self, batch: Batch) -> None:
+    def _commit_gpu(self, gpu: GpuSampler) -> None:
+        lines = gpu.read(0.0)
+        records = [r for line in lines for r in self._gpu_parser.feed(line.line_no, line.text)]
+        if records:
+            self._commit(self.builder.from_records("gpu", "nvidia-smi", records))
+            self.health.sources.setdefault("gpu", SourceHealth(path="nvidia-smi")).saw(
+                len(lines), sum(len(line.text) + 1 for line in lines), len(records), 0
+            )
+
+    def _scrape_metrics(self, transport: Transport, port: int) -> None:
+        health = self.health.sources.setdefault("metrics", SourceHealth(path=f"127.0.0.1:{port}/metrics"))
+        try:
+            text = scrape(transport, port)
+        except CollectorError as exc:  # the server may be down or restarting: not a host failure
+            health.unparsed += 1
+            self.health.last_error = f"/metrics: {exc}"
+            return
+        parser = create_parser("prometheus")
+        records = [r for i, line in enumerate(text.splitlines(), 1) for r in parser.feed(i, line)]
+        records += parser.flush()
+        self._commit(self.builder.from_records("metrics", health.path, records, prefix=METRICS_PREFIX))
+        health.saw(len(text.splitlines()), len(text), len(records), parser.health.unparsed)
+
+    def _commit(self, batch: Batch) -> bool:
         try:
             self.store.commit(batch)
-        except Exception as exc:  # sqlite3 / psycopg: disk full, read-only, connection lost
-            raise StoreWriteFailed(f"store write failed: {exc}") from exc
-
-    def _add_records(self, records: list[Record], batch: Batch) -> None:
-        for record in records:
-            samples, events = record_rows(record)
-            batch.samples.extend(samples)
-            batch.samples.extend(self.aggregator.host_samples(samples))
-            batch.events.extend(events)
-
-    def _to_rows(self, followed: FollowedFile, lines: list[Line], batch: Batch) -> tuple[int, int]:
-        if followed.parser is None:  # output files: count complete lines, never parse them
-            last = lines[-1]
-            batch.samples.append(Sample("completions", followed.tail.path, time.time(), float(last.line_no)))
-            batch.samples.extend(self.aggregator.host_samples(batch.samples))
-            return len(lines), 0
-        before = followed.parser.health.unparsed
-        records: list[Record] = []
-        for line in lines:
-            records.extend(followed.parser.feed(line.line_no, line.text))
-        self._add_records(records, batch)
-        return len(records), followed.parser.health.unparsed - before
+        except Exception as exc:  # full disk, locked or lost database: keep the offset, retry later
+            self.health.last_error = f"store: {exc}"
+            log.error("%s: store refused a batch of %s: %s", self.host.name, batch.source, exc)
+            return False
+        self._publish(batch)
+        return True
 
     def _publish(self, batch: Batch) -> None:
         host_samples = [s for s in batch.samples if not s.rank]
@@ -197,14 +221,12 @@ class HostCollector:
                 points.setdefault(sample.metric, []).append([sample.t, sample.v])
             self.bus.publish("sample", {"host": self.host.name, "points": points})
         for event in batch.events:
-            if event.kind in ("capacity", "server_args", "event"):
-                self.bus.publish("run" if event.kind != "event" else "event",
-                                 {"host": self.host.name, "kind": event.kind, "t": event.t, **event.data})
+            if event.kind in PUBLISHED_EVENTS:
+                data = {"host": self.host.name, "kind": event.kind, "t": event.t, **event.data}
+                self.bus.publish(PUBLISHED_EVENTS[event.kind], data)
 
 
-def _parser_for(source: str) -> LineParser | None:
-    if source == "outputs":
-        return None
-    if source == "client_log":
-        return create_parser("client")
-    return create_parser("auto")
+def _stat_many(transport: Transport, paths: list[str]) -> dict[str, FileStat | None]:
+    """One round trip for all of a host's files where the transport can; per-file stats otherwise."""
+    batched = getattr(transport, "stat_many", None)
+    return dict(batched(paths)) if batched is not None and paths else {}

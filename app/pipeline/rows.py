@@ -16,7 +16,7 @@ from parsers.timestamps import to_epoch
 
 SAMPLE_KINDS = frozenset({"decode", "prefill", "stats", "gpu", "progress"})
 # Per-kind fields that are identifiers or labels, not series.
-NOT_SERIES = frozenset({"kind", "line", "ts", "tags", "gpu", "engine", "file", "cuda_graph"})
+NOT_SERIES = frozenset({"kind", "line", "ts", "tags", "gpu", "engine", "engines", "iter", "file", "cuda_graph"})
 MAX_OVER_RANKS_SUFFIX = ("usage", "_pct", "hit_rate")
 PROGRESS_METRICS = {"done": "client_done", "total": "client_total"}
 

@@ -91,8 +91,11 @@ def test_dropped_connection_loses_nothing(sshd: Sshd, tmp_path: Path, sink: Sqli
             before = set(sshd.session_pids())
             for pid in before:  # drop every session: our connection goes with them
                 os.kill(pid, signal.SIGKILL)
-            wait_for(lambda before=before: follower.health.state == "up" and bool(set(sshd.session_pids()) - before),
-                     what="reconnect")
+
+            def reconnected(old: set[int] = before) -> bool:
+                return follower.health.state == "up" and bool(set(sshd.session_pids()) - old)
+
+            wait_for(reconnected, what="reconnect")
             time.sleep(0.3)
     wait_for(lambda: len(sink.texts()) >= writer.written, what="all lines")
     assert sink.seqs() == list(range(1, writer.written + 1))

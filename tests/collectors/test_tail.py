@@ -192,3 +192,18 @@ def test_tiny_files_with_identical_heads_are_separate(transport: Transport, tmp_
     sink_b.poll(tail_b)
     assert sink_a.seqs() == [1]
     assert sink_b.seqs() == [1, 2]
+
+
+def test_symlink_retargeted(transport: Transport, tmp_path: Path) -> None:
+    a, b, current = tmp_path / "a.log", tmp_path / "b.log", tmp_path / "current.log"
+    append(a, numbered(1, 10))
+    current.symlink_to(a)
+    tail, sink = Tail(transport, str(current), "s", rotate_wait=0.3), Sink()
+    sink.poll(tail)
+    append(a, numbered(11, 15))  # late writes to the old target are still drained
+    append(b, numbered(16, 20))
+    tmp = tmp_path / "current.tmp"
+    tmp.symlink_to(b)
+    os.replace(tmp, current)
+    sink.until(tail, lambda s: len(s.lines) >= 20 and s.state is not None and s.state.draining is None)
+    assert_exactly_once(sink, 1, 20)

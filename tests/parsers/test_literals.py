@@ -70,7 +70,7 @@ def test_access_lines_are_counted_not_recorded() -> None:
         parser.feed(1, '[2024-12-13 01:45:26] INFO:     127.0.0.1:40418 - "GET / HTTP/1.1" 404 Not Found')
         == []
     )
-    assert parser.health.as_dict() == {"lines": 1, "records": 0, "unparsed": 0, "access": 1}
+    assert parser.health.as_dict() == {"lines": 1, "records": 0, "unparsed": 0, "access": 1, "ignored": 0}
 
 
 @pytest.mark.parametrize(
@@ -157,3 +157,10 @@ def test_prometheus_scrape_ends_at_flush() -> None:
     (record,) = parser.flush()
     assert (record["token_usage"], record["tags"]) == (0.5, {"TP": 0})
     assert parser.flush() == []
+
+
+def test_startup_chatter_is_ignored_not_unparsed() -> None:
+    parser = create_parser("sglang")
+    assert parser.feed(1, "[2026-12-02 16:48:30 TP0] Load weight begin. avail mem=139.10 GB") == []
+    assert parser.feed(2, "garbage that is no log line at all") == []
+    assert (parser.health.ignored, parser.health.unparsed) == (1, 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 import shlex
@@ -72,7 +73,9 @@ def test_launch_line_and_presets_are_valid_sglang_command_lines(tmp_path: Path) 
         parsed = flags.parse_args(["--model-path", "/m", *demo.flag_args(preset)])
         assert parsed.mem_fraction_static == preset["mem-fraction-static"], name
     vetoed = demo.PRESETS[demo.VETOED_PRESETS[0]]
-    assert vetoed["kv-cache-dtype"] in demo.VETOES["kv-cache-dtype"]
+    assert fnmatch.fnmatch(str(vetoed["kv-cache-dtype"]), demo.VETOES[0]["value"])
+    tables = demo.config_tables()
+    assert set(tables["presets"]) == set(demo.PRESETS)  # type: ignore[arg-type]
 
 
 def test_children_end_when_the_demo_process_dies_without_cleanup(tmp_path: Path) -> None:
@@ -97,3 +100,22 @@ def test_children_end_when_the_demo_process_dies_without_cleanup(tmp_path: Path)
     for pid in alive:  # never leave them behind, even when the assertion below fails
         os.kill(pid, signal.SIGKILL)
     assert not alive
+
+
+def test_launch_line_starts_a_simulated_sglang_that_ends_with_the_demo(tmp_path: Path) -> None:
+    stand_in = subprocess.Popen(["sleep", "6"])  # plays the demo process
+    shim = demo.write_shim(tmp_path, 30.0, watch_pid=stand_in.pid)
+    line = demo.launch_line(shim, demo.free_port(), demo.SATURATING_PRESET)
+    log = tmp_path / "sglang.log"
+    with log.open("ab") as out:
+        server = subprocess.Popen(["sh", "-c", line], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        assert server.wait(timeout=90) == 137  # the shell reports SGLang's self-SIGKILL
+    finally:
+        stand_in.wait()
+        if server.poll() is None:
+            server.kill()
+    text = log.read_text()
+    assert "max_total_num_tokens=158983" in text
+    assert "SIGTERM received." in text
+    assert text.rstrip().endswith("Killed")
