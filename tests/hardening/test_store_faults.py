@@ -35,7 +35,7 @@ def test_a_full_disk_is_reported_and_recovered_without_loss(tmp_path: Path) -> N
         store._db.execute(f"PRAGMA max_page_count={pages}")  # the disk is full from now on
         append_lines(tmp_path / "server.log", 201, 5000)
         wait_until(lambda: "full" in (collector.health.last_error or ""), timeout=30)
-        assert collector.health.last_error is not None and collector.health.last_error.startswith("store write failed")
+        assert collector.health.last_error == "store: database or disk is full"
         assert collector._thread.is_alive()
         stuck = stored_lines(store)
         store._db.execute("PRAGMA max_page_count=1073741823")  # space is back
