@@ -164,12 +164,14 @@ def test_soak_no_line_lost_or_doubled_under_kills_drops_and_rotations(tmp_path: 
     start = time.monotonic()
     next_fault = start + rng.uniform(3, 6)
     generation = 0
+    plan = ["kill9", "ssh_drop", "rename", "copytruncate"] * 2 + ["kill9", "rename"]
+    rng.shuffle(plan)
     try:
         while time.monotonic() - start < SOAK_SECONDS:
             collector.sample()
             if time.monotonic() >= next_fault and time.monotonic() - start < SOAK_SECONDS - QUIET_TAIL_S:
                 generation += 1
-                fault = rng.choice(["kill9", "kill9", "ssh_drop", "ssh_drop", "rename", "rename", "copytruncate"])
+                fault = plan[(generation - 1) % len(plan)]
                 if fault == "kill9":
                     collector.kill9()
                 elif fault == "ssh_drop":
@@ -210,6 +212,6 @@ def test_soak_no_line_lost_or_doubled_under_kills_drops_and_rotations(tmp_path: 
         values = sorted(counts[name])
         assert values == [float(n) for n in range(1, written[name] + 1)], (
             f"{name}: wrote {written[name]}, stored {len(values)} ({len(set(values))} distinct)")
-    assert faults["kill9"] >= 2 and faults["rename"] + faults["copytruncate"] >= 2
+    assert min(faults.values()) >= 1, faults
     # Flat: after its first seconds (imports, caches, the backlog since the last kill) it does not grow.
     assert max(last[5:]) < 1.25 * last[min(5, len(last) - 1)] + 20_000, report
