@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 from app.cli import main
+from app.config import load_config
+from app.runner import build_services
 from tests.app.slice_helpers import append_lines, wait_until
 from tests.fixtures.web import free_port
 
@@ -149,3 +151,24 @@ def _up(url: str) -> bool:
         return httpx.get(f"{url}/api/hosts", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_an_unreachable_host_is_one_line_in_its_health_and_the_others_go_on(tmp_path: Path) -> None:
+    key, known = key_files(tmp_path)
+    append_lines(tmp_path / "a.log", 1, 20)
+    closed = free_port()  # nothing listens there
+    path = tmp_path / "kvwatch.toml"
+    path.write_text(f"[server]\ndata_dir = '{tmp_path}'\n" + local_host("a", tmp_path / "a.log")
+                    + f"[[hosts]]\nname = 'gone'\nssh = 'root@127.0.0.1:{closed}'\nidentity_file = '{key}'\n"
+                    f"known_hosts = '{known}'\nserver_log = '/x.log'\n")
+    services = build_services(load_config(path))
+    services.start_collectors()
+    try:
+        gone, local = services.collectors["gone"], services.collectors["a"]
+        wait_until(lambda: gone.health.last_error is not None, timeout=30)
+        wait_until(lambda: len(services.store.series("a", "running_req")[0]) == 20, timeout=30)
+        error = gone.health.last_error or ""
+        assert gone.health.state != "up" and local.health.state == "up"
+        assert "\n" not in error and f"127.0.0.1:{closed}" in error, error
+    finally:
+        services.stop()
