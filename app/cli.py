@@ -1,17 +1,21 @@
-"""The `kvwatch` command line: one module per subcommand, listed in COMMANDS."""
+"""The `kvwatch` command line: one module per subcommand (app/commands/NAME.py), listed in COMMAND_NAMES.
+
+Only the module of the command being run is imported: `kvwatch parse` should not pay for importing
+the web app (about 1 s of CPU), and a broken optional import cannot break every other command.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from app.commands import collect, compare, demo, export, init, parse, report, serve
 from app.errors import KvwatchError
 
-COMMANDS: tuple[ModuleType, ...] = (demo, serve, collect, parse, compare, report, export, init)
+COMMAND_NAMES: tuple[str, ...] = ("demo", "serve", "collect", "parse", "compare", "report", "export", "init")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 EPILOG = """\
 config: --config FILE, else ./kvwatch.toml, else $XDG_CONFIG_HOME/kvwatch/kvwatch.toml
@@ -27,7 +31,18 @@ exit codes:
 `kvwatch COMMAND --help` describes each command."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def load_command(name: str) -> ModuleType:
+    return importlib.import_module(f"app.commands.{name}")
+
+
+def __getattr__(name: str) -> tuple[ModuleType, ...]:
+    # `COMMANDS` stays available (every command module, imported on first use).
+    if name == "COMMANDS":
+        return tuple(load_command(n) for n in COMMAND_NAMES)
+    raise AttributeError(name)
+
+
+def build_parser(commands: Sequence[ModuleType] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kvwatch",
         description="Live throughput, KV-cache and queue dashboard for long SGLang/vLLM runs.",
@@ -36,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
+    for command in commands if commands is not None else __getattr__("COMMANDS"):
         sub = subparsers.add_parser(command.NAME, help=command.HELP, description=command.HELP)
         command.add_arguments(sub)
         sub.set_defaults(run=command.run)
@@ -44,7 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    wanted = next((w for w in words if not w.startswith("-")), None)
+    # The command named on the line is enough to parse it; anything else (help, typos) lists them all.
+    commands = [load_command(wanted)] if wanted in COMMAND_NAMES else None
+    args = build_parser(commands).parse_args(words)
     # Plain lines with levels on stderr: greppable, and what journald or `docker logs` expect.
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     try:

@@ -20,7 +20,7 @@ SERVER_KEYS = frozenset({"host", "port", "database", "token", "data_dir", "webho
 HOST_KEYS = frozenset(
     {
         "name", "ssh", "identity_file", "known_hosts", "server_log", "client_log", "outputs",
-        "target_completions", "launch", "presets", "vetoes", "alerts", "metrics_port", "gpu",
+        "target_completions", "launch", "presets", "vetoes", "alerts", "restart", "metrics_port", "gpu",
     }
 )
 TOP_KEYS = frozenset({"server", "hosts", "presets", "vetoes", "alerts"})
@@ -131,7 +131,7 @@ def _parse_host(table: Any, index: int, where: str) -> HostConfig:
     target = _typed(table, "target_completions", int, where, label, None)
     if target is not None and target <= 0:
         raise ConfigError(f"{where}: {label}target_completions: must be positive, got {target}")
-    tables: dict[str, Any] = {k: table[k] for k in ("presets", "vetoes", "alerts") if k in table}
+    tables: dict[str, Any] = {k: table[k] for k in ("presets", "vetoes", "alerts", "restart") if k in table}
     return HostConfig(
         name=_typed(table, "name", str, where, label, ""),
         ssh=_typed(table, "ssh", str, where, label, ""),

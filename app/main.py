@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.resources import files
@@ -15,7 +16,15 @@ from app.alerts import start_alerting
 from app.api import ROUTERS
 from app.api.limits import BodyLimit, Limits, MutationRateLimit
 from app.api.openapi import document_errors
+from app.config import Config
+from app.controller.wiring import build_controllers
 from app.services import Services
+
+
+def api_token(config: Config) -> str | None:
+    """The token mutating endpoints require: KVWATCH_TOKEN, else [server] token."""
+    return os.environ.get("KVWATCH_TOKEN") or config.server.token
+
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 PLOTLY_DIR = Path(str(files("plotly") / "package_data"))
@@ -27,6 +36,8 @@ def create_app(services: Services, *, manage_collectors: bool = True, limits: Li
         if manage_collectors:
             services.start_collectors()
             services.alerts = start_alerting(services)
+            # Alerts of a host the controller is restarting are muted, and re-armed once it is done.
+            services.alerts.follow_restarts(lambda host: _restarting(app, host))
         try:
             yield
         finally:
@@ -39,6 +50,10 @@ def create_app(services: Services, *, manage_collectors: bool = True, limits: Li
     # Added last runs first: an over-rate client is refused before its body is even read.
     app.add_middleware(BodyLimit, max_bytes=bounds.max_body_bytes)
     app.add_middleware(MutationRateLimit, per_minute=bounds.mutations_per_minute, burst=bounds.mutation_burst)
+    if not services.controllers:
+        services.controllers = build_controllers(services.config, services.store)
+    app.state.controllers = services.controllers
+    app.state.api_token = api_token(services.config)
     for router in ROUTERS:
         app.include_router(router)
     document_errors(app)
@@ -55,3 +70,8 @@ def create_app(services: Services, *, manage_collectors: bool = True, limits: Li
         return Response(status_code=204)
 
     return app
+
+
+def _restarting(app: FastAPI, host: str) -> bool:
+    controller = getattr(app.state, "controllers", {}).get(host)  # set where the controller is wired
+    return bool(controller is not None and controller.busy)

@@ -32,6 +32,14 @@ class Progress:
             self._drawn_at = now
             self._draw()
 
+    def clear(self) -> None:
+        """Blank the line, so a message can be printed; the next advance draws again."""
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0
+            self._drawn_at = 0.0
+
     def close(self) -> None:
         if self.enabled and self._width:
             self._draw()

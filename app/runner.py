@@ -6,6 +6,7 @@ import ipaddress
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
@@ -13,9 +14,8 @@ import uvicorn
 from app.alerts import validate_alert_config
 from app.config import Config
 from app.config_files import check_host_files
-from app.controller.wiring import build_controllers
 from app.errors import ConfigError
-from app.main import create_app
+from app.main import api_token, create_app
 from app.pipeline.collector import HostCollector
 from app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
 from app.pipeline.relay import StoreRelay
@@ -25,10 +25,6 @@ from app.services import Services
 from app.store import open_store
 
 log = logging.getLogger(__name__)
-
-
-def api_token(config: Config) -> str | None:
-    return os.environ.get("KVWATCH_TOKEN") or config.server.token
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -70,13 +66,15 @@ def build_services(config: Config, collect: bool = True) -> Services:
     return services
 
 
-def serve(config: Config, host: str, port: int, collect: bool = True) -> None:
+def serve(
+    config: Config, host: str, port: int, collect: bool = True, after_start: Callable[[Services], None] | None = None
+) -> None:
     token = api_token(config)
     check_bind(host, token)
     services = build_services(config, collect=collect)
     app = create_app(services)
-    app.state.api_token = token
-    app.state.controllers = build_controllers(config, services.store) if collect else {}
+    if after_start is not None:
+        after_start(services)
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
     if collect and os.path.isfile(config.path):
         ConfigReloader(services, config.path).install()

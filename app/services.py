@@ -13,6 +13,7 @@ from app.store.base import Store
 
 if TYPE_CHECKING:
     from app.alerts.service import AlertService
+    from app.controller.restart import HostController
 
 
 class Background(Protocol):
@@ -31,6 +32,7 @@ class Services:
     collectors: dict[str, HostCollector] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
     alerts: AlertService | None = None  # set by the app's lifespan (app.alerts.start_alerting)
+    controllers: dict[str, HostController] = field(default_factory=dict)  # hosts with a `launch`
     background: list[Background] = field(default_factory=list)
 
     def start_collectors(self) -> None:

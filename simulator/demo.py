@@ -165,6 +165,20 @@ class DemoWorld:
                 "--flush", "--parent-pid", str(os.getpid())]
         return self._spawn(argv, self.client_log)
 
+    def wait_story(self, timeout: float | None = None) -> bool:
+        """True once the scripted part (baseline, veto, saturating restart) is over."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._thread is None or not self._thread.is_alive()
+
+    def server_pid(self) -> int | None:
+        """The pid of the simulated server now running, from its pid file."""
+        try:
+            text = self.pid_file.read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() else None
+
     def stop(self) -> None:
         """SIGTERM every process the demo started (and a server the controller restarted), then wait."""
         self._stop.set()

@@ -1,10 +1,11 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
 import { fetchAlerts, fetchEvents, fetchHosts, fetchRuns, fetchSeries, openStream } from "./api.js";
-import { createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTrace, setXRange } from "./charts.js";
+import { createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { PANELS, tracesFor } from "./panels.js";
 import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 
+performance.mark("kvwatch-start");  // plotly.js (a classic script before this module) is parsed by now
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
                 notified: new Set(), extent: [Infinity, -Infinity], loading: null };
@@ -27,14 +28,17 @@ function noteExtent(points) {
   state.extent = [Math.min(state.extent[0], points[0][0]), Math.max(state.extent[1], points.at(-1)[0])];
 }
 
-async function fillCharts(window) {
+// All series of all charts, fetched in parallel: {panelId: [points of trace 0, points of trace 1]}.
+async function fetchCharts(window) {
+  const out = {};
   const jobs = [];
   for (const panel of PANELS) {
     const element = $(panel.id);
+    out[panel.id] = panel.traces.map(() => []);
     panel.traces.forEach((trace, index) => {
       const options = { maxPoints: pointsFor(element), ...(window || {}) };
       jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
-        setTrace(element, index, series.points);
+        out[panel.id][index] = series.points;
         if (!window) noteExtent(series.points);
         if (series.eta !== undefined) state.progress = series.eta;
         if (series.points.length) state.latest[trace.metric] = series.points.at(-1)[1];
@@ -42,6 +46,12 @@ async function fillCharts(window) {
     });
   }
   await Promise.all(jobs);
+  return out;
+}
+
+async function fillCharts(window) {
+  const series = await fetchCharts(window);
+  for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
 }
 
 // Ranges we set ourselves come back as plotly_relayout events; they must not count as a zoom.
@@ -59,12 +69,19 @@ function alignLive() {
   applyRange([...state.extent]);
 }
 
-async function refreshMarkers() {
-  if (!state.host) return;
+async function fetchMarkers() {
   const [runs, events] = await Promise.all([fetchRuns(state.host), fetchEvents(state.host)]);
   const markers = [...runMarkers(runs), ...eventMarkers(events, runs)];
-  PANELS.forEach((panel, i) => setMarkers($(panel.id), markers, { labels: i === 0 || markers.length < 8 }));
   $("marker-count").textContent = markers.length ? `${markers.length} markers` : "";
+  return markers;
+}
+
+const markerLabels = (index, markers) => index === 0 || markers.length < 8;
+
+async function refreshMarkers() {
+  if (!state.host) return;
+  const markers = await fetchMarkers();
+  PANELS.forEach((panel, i) => setMarkers($(panel.id), markers, { labels: markerLabels(i, markers) }));
 }
 
 async function refreshHosts() {
@@ -90,12 +107,16 @@ async function loadHost(host) {
   state.progress = null;
   $("host-picker").value = host;
   history.replaceState(null, "", `#host=${encodeURIComponent(host)}`);
-  for (const panel of PANELS) createChart($(panel.id), panel);
-  for (const panel of PANELS) $(panel.id).on("plotly_relayout", (event) => onRelayout(panel.id, event));
   updateLiveBadge();
-  await Promise.all([fillCharts(null), refreshHosts()]);
-  alignLive();
-  await refreshMarkers();
+  const [series, markers] = await Promise.all([fetchCharts(null), fetchMarkers(), refreshHosts()]);
+  const range = Number.isFinite(state.extent[0]) ? [...state.extent] : null;
+  state.applied = range;
+  PANELS.forEach((panel, i) => {
+    createChart($(panel.id), panel, { series: series[panel.id], range, markers,
+                                      labels: markerLabels(i, markers) });
+    $(panel.id).on("plotly_relayout", (event) => onRelayout(panel.id, event));
+  });
+  performance.mark("kvwatch-charts-drawn");
 }
 
 function pickHost(host) {

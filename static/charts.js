@@ -20,7 +20,8 @@ function themed() {
   };
 }
 
-export function createChart(element, panel) {
+// One newPlot with history, range and markers: every later relayout or restyle is another full redraw.
+export function createChart(element, panel, { series = [], range = null, markers = [], labels = true } = {}) {
   const theme = themed();
   const layout = {
     ...theme,
@@ -37,19 +38,27 @@ export function createChart(element, panel) {
     type: "line", xref: "paper", x0: 0, x1: 1, y0: panel.threshold, y1: panel.threshold,
     line: { dash: "dot", color: cssVar("--bad"), width: 2 }, name: "threshold",
   }];
-  layout.shapes = [...element.thresholdShapes];
+  Object.assign(layout, markerLayout(element, markers, labels));
+  element.markerCount = markers.length;
+  if (range) Object.assign(layout.xaxis, { range: range.map((t) => new Date(t * 1000)), autorange: false });
   const colors = [cssVar("--accent"), cssVar("--accent2")];
   const data = panel.traces.map((trace, i) => ({
-    x: [], y: [], name: trace.name, type: "scatter", mode: "lines",
-    yaxis: trace.axis || "y", line: { width: 1.5, color: colors[i % colors.length] },
+    x: toX(series[i] || []), y: (series[i] || []).map(([, v]) => v), name: trace.name, type: "scatter",
+    mode: "lines", yaxis: trace.axis || "y", line: { width: 1.5, color: colors[i % colors.length] },
   }));
-  Plotly.newPlot(element, data, layout, { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] });
-  element.received = 0;
+  element.received = data.reduce((sum, trace) => sum + trace.x.length, 0);
+  Plotly.newPlot(element, data, layout,
+                 { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] });
 }
 
 export function setTrace(element, index, points) {
-  Plotly.restyle(element, { x: [toX(points)], y: [points.map(([, v]) => v)] }, [index]);
-  element.received += points.length;
+  setTraces(element, [points], [index]);
+}
+
+// Every trace of a chart in one restyle (one redraw).
+export function setTraces(element, pointLists, indices) {
+  Plotly.restyle(element, { x: pointLists.map(toX), y: pointLists.map((p) => p.map(([, v]) => v)) }, indices);
+  element.received += pointLists.reduce((sum, p) => sum + p.length, 0);
 }
 
 export function extendTrace(element, index, points) {
@@ -73,6 +82,11 @@ export function lastTime(element, index) {
 
 // Markers: a vertical line per run start / server event, labelled at the top of the chart.
 export function setMarkers(element, markers, { labels = true } = {}) {
+  Plotly.relayout(element, markerLayout(element, markers, labels));
+  element.markerCount = markers.length;
+}
+
+function markerLayout(element, markers, labels) {
   const shapes = [...element.thresholdShapes];
   const annotations = [];
   for (const marker of markers) {
@@ -84,8 +98,7 @@ export function setMarkers(element, markers, { labels = true } = {}) {
                          font: { size: 10, color: cssVar("--muted") }, hovertext: marker.detail || marker.label });
     }
   }
-  Plotly.relayout(element, { shapes, annotations });
-  element.markerCount = markers.length;
+  return { shapes, annotations };
 }
 
 export function setXRange(element, range) {

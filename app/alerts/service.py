@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,8 @@ class AlertService:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="alerts", daemon=True)
+        self._restarting: Callable[[str], bool] | None = None
+        self._muted_by_restart: set[str] = set()
 
     def start(self) -> None:
         if self.delivery is not None:
@@ -72,6 +74,23 @@ class AlertService:
         finally:
             self.engine.unmute(host)
 
+    def follow_restarts(self, restarting: Callable[[str], bool]) -> None:
+        """Mute each host while `restarting(host)` is true and re-arm it once it is false again: the
+        controller's `HostController.busy`, checked before every evaluation."""
+        self._restarting = restarting
+
+    def _sync_restarts(self) -> None:
+        if self._restarting is None:
+            return
+        for host in self.engine.hosts:
+            busy = self._restarting(host)
+            if busy and self.engine.muted(host) is None:
+                self.engine.mute(host, reason="controller restart")
+                self._muted_by_restart.add(host)
+            elif not busy and host in self._muted_by_restart:
+                self._muted_by_restart.discard(host)
+                self.engine.unmute(host)
+
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._wake.set()
@@ -84,6 +103,7 @@ class AlertService:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
+                self._sync_restarts()
                 self.engine.evaluate()
             except Exception:  # the boundary: a store hiccup must not end alerting for good
                 log.exception("alert evaluation failed; retrying at the next tick")

@@ -6,17 +6,23 @@ import argparse
 import logging
 import tempfile
 import threading
+import time
 import webbrowser
 from pathlib import Path
+from typing import Any
 
 from app.config import Config, HostConfig, ServerConfig
+from app.controller.errors import RestartRefused
 from app.errors import KvwatchError
 from app.runner import serve
-from simulator.demo import DemoWorld, start_demo_world
+from app.services import Services
+from collectors.base import CollectorError
+from simulator.demo import DemoWorld, config_tables, start_demo_world
 
 NAME = "demo"
 HELP = "run a simulated SGLang server and client locally and show them on the dashboard"
 log = logging.getLogger(__name__)
+ADOPT_TRIES = 30
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", type=Path, help="where the simulated files go (default: a temp dir)")
 
 
-def demo_config(world: DemoWorld, workdir: Path) -> Config:
+def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: int = 8765) -> Config:
+    # The stand-in `sglang` package cannot be asked for its flags the way a real host is: validate
+    # against the bundled schema of the version the simulator writes.
+    tables: dict[str, Any] = {**config_tables(), "restart": {"flags_schema": "0.5.23"}}
     host = HostConfig(
         name="demo",
         ssh="local",
@@ -36,8 +45,34 @@ def demo_config(world: DemoWorld, workdir: Path) -> Config:
         outputs=(world.outputs_glob,),
         target_completions=world.target_completions,
         launch=world.launch,
+        tables=tables,
     )
-    return Config(server=ServerConfig(data_dir=str(workdir), database="kvwatch.db"), hosts=(host,))
+    server = ServerConfig(host=bind, port=port, data_dir=str(workdir), database="kvwatch.db")
+    return Config(server=server, hosts=(host,))
+
+
+def adopt_when_settled(world: DemoWorld, services: Services) -> None:
+    """Once the scripted story is over, hand its server to the controller, so that the page's restarts
+    stop it the way they stop a server kvwatch started itself."""
+
+    def adopt() -> None:
+        controller = services.controllers.get("demo")
+        if controller is None or not world.wait_story():
+            return
+        error: Exception | None = None
+        for _ in range(ADOPT_TRIES):  # the new server writes its pid file a moment after it starts
+            pid = world.server_pid()
+            try:
+                if pid is not None:
+                    controller.adopt(pid, str(world.server_log))
+                    log.info("the controller adopted the demo's server (pid %d)", pid)
+                    return
+            except (RestartRefused, CollectorError) as exc:
+                error = exc
+            time.sleep(1.0)
+        log.warning("demo: the controller could not adopt the demo's server: %s", error)
+
+    threading.Thread(target=adopt, name="demo-adopt", daemon=True).start()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_browser:
         threading.Timer(1.5, webbrowser.open, (f"http://{args.host}:{args.port}/",)).start()
     try:
-        serve(demo_config(world, workdir), args.host, args.port)
+        serve(demo_config(world, workdir, args.host, args.port), args.host, args.port,
+              after_start=lambda services: adopt_when_settled(world, services))
     finally:
         world.stop()
     return 0

@@ -27,6 +27,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from app.errors import KvwatchError
+from app.progress import Progress
 from parsers import SOURCES, LineParser, Record, create_parser
 from parsers.auto import AutoParser
 from parsers.columnar import ColumnarSglang
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_blocks(path: Path) -> Iterator[tuple[str, bool]]:
+def read_blocks(path: Path, progress: Progress | None = None) -> Iterator[tuple[str, bool]]:
     """(text, ended): runs of whole lines joined by newlines, then a last line that has no newline yet.
 
     Invalid UTF-8 is replaced, never raised.
@@ -71,6 +72,8 @@ def read_blocks(path: Path) -> Iterator[tuple[str, bool]]:
     pending: list[bytes] = []
     with path.open("rb") as handle:
         while block := handle.read(BLOCK_BYTES):
+            if progress is not None:
+                progress.advance(len(block))
             cut = block.rfind(b"\n")
             if cut < 0:
                 pending.append(block)  # a long line: join once it ends, not on every block
@@ -94,12 +97,13 @@ Chunk = tuple[list[pa.Table], list[Record]]
 
 
 def parse_file(
-    path: Path, source: str, label: str | None, fast: bool = False, quiet: bool = True, pool: Executor | None = None
+    path: Path, source: str, label: str | None, fast: bool = False, quiet: bool = True,
+    pool: Executor | None = None, progress: Progress | None = None,
 ) -> Iterator[Chunk]:
     """Chunks of records of one file. `fast`: SGLang logs take the columnar path (tables), on `pool`."""
     parser: LineParser = create_parser(source, file=str(path))
     line_no = 0
-    for text, ended in read_blocks(path):
+    for text, ended in read_blocks(path, progress):
         if not ended and "outputs" in (source, getattr(parser, "chosen", None)):
             break
         if fast:
@@ -122,6 +126,8 @@ def parse_file(
         yield _labelled([], records, label)
     yield _labelled([], parser.flush(), label)
     if not quiet:
+        if progress is not None:
+            progress.clear()
         _summary(path, parser, line_no)
 
 
@@ -162,11 +168,14 @@ def _summary(path: Path, parser: LineParser, lines: int) -> None:
 def _chunks(args: argparse.Namespace) -> Iterator[Chunk]:
     several = len(args.files) > 1
     fast = args.format != "jsonl"
+    total = sum(path.stat().st_size for path in args.files)
     # Arrow's kernels release the GIL: decode and prefill lines are extracted on two threads.
-    with ThreadPoolExecutor(2, thread_name_prefix="kvwatch-parse") as pool:
+    with ThreadPoolExecutor(2, thread_name_prefix="kvwatch-parse") as pool, Progress("parse", total, "B") as progress:
+        # Records printed to a terminal would be torn by the progress line: no progress then.
+        progress.enabled = progress.enabled and (args.output is not None or not sys.stdout.isatty())
         for path in args.files:
             label = str(path) if several else None
-            yield from parse_file(path, args.source, label, fast, args.quiet, pool if fast else None)
+            yield from parse_file(path, args.source, label, fast, args.quiet, pool if fast else None, progress)
 
 
 def _write(args: argparse.Namespace) -> None:

@@ -10,11 +10,13 @@
 
 from __future__ import annotations
 
+from app.controller.sinks import Outcome
 from app.flags.schema import ValidationError
 
 
 class RestartRefused(Exception):
     status = 400
+    outcome: Outcome = "failed"  # what the audit record says
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -23,6 +25,7 @@ class RestartRefused(Exception):
 
 class InvalidFlags(RestartRefused):
     status = 422
+    outcome: Outcome = "invalid"
 
     def __init__(self, errors: list[ValidationError]) -> None:
         super().__init__("; ".join(map(str, errors)))
@@ -31,14 +34,17 @@ class InvalidFlags(RestartRefused):
 
 class Vetoed(RestartRefused):
     status = 403
+    outcome: Outcome = "vetoed"
 
 
 class Busy(RestartRefused):
     status = 409
+    outcome: Outcome = "busy"
 
 
 class RateLimited(RestartRefused):
     status = 429
+    outcome: Outcome = "rate_limited"
 
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)

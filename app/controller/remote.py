@@ -13,13 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from collectors.base import CollectorError, CommandResult, Transport
+from collectors.base import CollectorError, CommandResult, StreamClosed, Transport
 
 HELPER_SOURCE = (Path(__file__).resolve().parent / "remote_helper.py").read_bytes()
 
 
 class HelperFailed(CollectorError):
-    """The helper ran but did not answer (Python missing on the host, a bug, a full disk)."""
+    """The helper ran and failed (Python missing on the host, a full disk): retrying will not help."""
 
 
 class RemoteHost:
@@ -59,6 +59,9 @@ class RemoteHost:
     def call(self, op: str, *args: str, timeout: float = 30.0) -> dict[str, Any]:
         argv = [self.python, "-", op, self.state_dir, *args]
         result = self.run(argv, timeout=timeout, stdin=HELPER_SOURCE)
+        if result.exit_status == -1:  # paramiko: the channel closed without an exit status
+            self.drop()
+            raise StreamClosed(f"{self.name}: helper {op}: the connection closed before it answered")
         lines = result.stdout.decode("utf-8", "replace").strip().splitlines()
         try:
             answer = json.loads(lines[-1]) if result.exit_status == 0 and lines else None
@@ -90,3 +93,6 @@ class RemoteHost:
 
     def promote(self, run_id: str) -> dict[str, Any]:
         return self.call("promote", run_id)
+
+    def adopt(self, record: dict[str, Any]) -> dict[str, Any]:
+        return self.call("adopt", json.dumps(record))

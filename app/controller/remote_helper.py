@@ -237,6 +237,24 @@ def health(host: str, port: int, path: str) -> int | None:
         return None
 
 
+def op_adopt(state: str, record_json: str) -> dict[str, Any]:
+    """Take over a server kvwatch did not start: from now on it is stopped like one it started."""
+    record = json.loads(record_json)
+    pid = int(record["pid"])
+    stat = proc_stat(pid)
+    if stat is None or stat[0] in ("Z", "X"):
+        return {"error": f"no running process {pid}"}
+    if stat[1] != pid:  # stop signals the process group; a group it does not lead could be anyone's
+        return {"error": f"process {pid} does not lead its own process group (start it with setsid)"}
+    current = read_json(os.path.join(state, "current.json"))
+    if is_ours(current) and int(current["pid"]) != pid:
+        return {"error": f"kvwatch's server (pid {current['pid']}) is still running"}
+    record.update(starttime=stat[2], cmdline=settled_cmdline(pid), argv=cmdline(pid))
+    write_json(os.path.join(state, "current.json"), record)
+    write_json(os.path.join(state, "good.json"), record)
+    return {"pid": pid, "adopted": True}
+
+
 def op_promote(state: str, run_id: str) -> dict[str, Any]:
     record = read_json(os.path.join(state, "current.json"))
     if not isinstance(record, dict) or record.get("run_id") != run_id:
@@ -247,7 +265,7 @@ def op_promote(state: str, run_id: str) -> dict[str, Any]:
 
 OPS: dict[str, Callable[..., dict[str, Any]]] = {
     "lease": op_lease, "release": op_release, "status": op_status, "stop": op_stop, "start": op_start,
-    "check": op_check, "promote": op_promote,
+    "check": op_check, "promote": op_promote, "adopt": op_adopt,
 }
 
 

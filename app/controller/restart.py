@@ -26,18 +26,18 @@ import logging
 import re
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from app.controller.errors import Busy, HostUnavailable, InvalidFlags, RateLimited, RestartRefused, Vetoed
+from app.controller.errors import Busy, HostUnavailable, InvalidFlags, RestartRefused
 from app.controller.operation import Operation, Target, new_run_id
+from app.controller.plan import StartWindow, plan_flags, shown
 from app.controller.policy import ControllerConfig
-from app.controller.remote import RemoteHost
-from app.controller.sinks import AuditSink, Outcome, RestartRecord, RunSink
-from app.flags.argv import Launch, merge, parse_launch
+from app.controller.remote import HelperFailed, RemoteHost
+from app.controller.sinks import AuditSink, Ledger, Outcome, RestartRecord, RunSink
+from app.flags.argv import Launch, parse_launch
 from app.flags.remote import DEFAULT_CACHE, SchemaCache, remote_schema
-from app.flags.schema import FlagError, FlagValue, Schema, ValidationError, load_bundled, normalize
+from app.flags.schema import FlagError, FlagValue, Schema, ValidationError, load_bundled
 from collectors.base import CollectorError, Transport
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,11 @@ class Interrupted(Exception):
     """The host stayed unreachable longer than the reconnect window."""
 
 
+def run_log_path(log_dir: str, host: str, token: str) -> str:
+    """Where a controller-started server logs; `token="*"` gives the glob the collector follows."""
+    return f"{log_dir.rstrip('/')}/sglang-{_SAFE.sub('_', host)}-{token}.log"
+
+
 class HostController:
     """Restarts for one host. Thread-safe; at most one operation at a time."""
 
@@ -58,11 +63,11 @@ class HostController:
         self.config = config
         self.settings = config.restart
         self.remote = RemoteHost(connect, self.settings.python, self.settings.state_dir, config.host)
-        self.audit, self.runs, self.cache = audit, runs, cache
+        self.ledger, self.cache = Ledger(config.host, audit, runs, clock), cache
         self.reconnect_window, self.clock, self.sleep = reconnect_window, clock, sleep
         self.last: Operation | None = None
         self._lock = threading.Lock()
-        self._starts: deque[float] = deque()
+        self._window = StartWindow(config.host, self.settings.max_restarts, self.settings.restart_window)
         self._own_ops: set[str] = set()
         self._schema: Schema | None = None
         self._thread: threading.Thread | None = None
@@ -98,24 +103,21 @@ class HostController:
             raise InvalidFlags([ValidationError(e.flag, f"in hosts.{self.name}.launch: {e.message}") for e in errors])
         return launch
 
+    def adopt(self, pid: int, log_path: str) -> None:
+        """Take over a running server that kvwatch did not start (the launch flags are its flags), so
+        the next restart stops it by pid, start time and command line like any other."""
+        schema = self.schema()
+        flags = self.launch(schema).flags
+        target = self._target(f"adopted-{pid}", flags, log_path)
+        answer = self.remote.adopt({"run_id": target.run_id, "pid": pid, "flags": flags, "log": log_path,
+                                    "host": target.host, "port": target.port})
+        if "error" in answer:
+            raise HostUnavailable(f"{self.name}: cannot adopt pid {pid}: {answer['error']}")
+
     def plan(self, flags: dict[str, object] | None = None, preset: str | None = None) -> dict[str, FlagValue]:
         """The complete flags a request means (launch + preset + flags). Raises InvalidFlags or Vetoed."""
         schema = self.schema()
-        launch = self.launch(schema)
-        requested: dict[str, object] = {}
-        if preset is not None:
-            if preset not in self.config.presets:
-                raise InvalidFlags([ValidationError("preset", f"unknown preset {preset!r} for {self.name}")])
-            requested.update(self.config.presets[preset].flags)
-        requested.update(flags or {})
-        changes, errors = normalize(schema, requested, strict=True)
-        if errors:
-            raise InvalidFlags(errors)
-        target = merge(launch.flags, changes)
-        veto = self.config.veto_for(schema, target)
-        if veto is not None:
-            raise Vetoed(f"--{veto.flag}={veto.value} is vetoed on {self.name}: {veto.reason}")
-        return target
+        return plan_flags(self.config, schema, self.launch(schema), flags, preset)
 
     def begin(self, who: str, flags: dict[str, object] | None = None, preset: str | None = None) -> Operation:
         """Check, lock and start a restart in the background; the Operation carries the new run_id."""
@@ -123,11 +125,11 @@ class HostController:
         to_flags: dict[str, FlagValue] = {}
         try:
             to_flags = self.plan(flags, preset)
-            self._check_rate(at)
+            self._window.check(at)
             if not self._lock.acquire(blocking=False):
                 raise Busy(f"a restart of {self.name} is already under way")
         except RestartRefused as exc:
-            self._refused(who, at, to_flags or _shown(flags, preset), exc)
+            self._refused(who, at, to_flags or shown(flags, preset), exc)
             raise
         op = Operation(op_id=new_run_id(at), host=self.name, who=who, requested_at=at,
                        from_flags=self._last_flags(), to_flags=to_flags, run_id="")
@@ -138,9 +140,9 @@ class HostController:
             refusal = exc if isinstance(exc, RestartRefused) else HostUnavailable(f"{self.name}: {exc}")
             self._refused(who, at, to_flags, refusal)
             raise refusal from None
-        self._starts.append(at)
+        self._window.add(at)
         op.log_path = self._log_path(op.op_id)
-        op.run_id = self._announce(to_flags, op.log_path, op.op_id)
+        op.run_id = self.ledger.announce(to_flags, op.log_path, op.op_id)
         self.last = op
         self._thread = threading.Thread(target=self._run, args=(op,), name=f"restart-{self.name}", daemon=True)
         self._thread.start()
@@ -161,15 +163,6 @@ class HostController:
         return {"run_id": record.get("run_id"), "flags": record.get("flags", launch.flags),
                 "running": bool(status.get("ours")), "pid": record.get("pid"), "log_path": record.get("log"),
                 "good_flags": (status.get("good") or {}).get("flags")}
-
-    def _check_rate(self, at: float) -> None:
-        window, cap = self.settings.restart_window, self.settings.max_restarts
-        while self._starts and self._starts[0] <= at - window:
-            self._starts.popleft()
-        if len(self._starts) >= cap:
-            retry = self._starts[0] + window - at
-            raise RateLimited(f"{self.name}: {cap} restarts within {window:.0f} s; next one allowed in {retry:.0f} s",
-                              retry_after=retry)
 
     def _take_lease(self, op: Operation) -> None:
         lease_s = self.settings.stop_timeout + 2 * self.settings.ready_timeout + self.reconnect_window + 120
@@ -215,9 +208,9 @@ class HostController:
             return "failed", f"{failure}; the last good flags are the same, not retried"
         token = new_run_id(self.clock())
         log_path = self._log_path(token)
-        rollback = self._target(self._announce(good, log_path, token), good, log_path)
+        rollback = self._target(self.ledger.announce(good, log_path, token), good, log_path)
         op.step("rolling_back", f"{failure}; rolling back to the last good flags as run {rollback.run_id}")
-        self._starts.append(self.clock())  # counts toward the cap; one rollback per operation, never more
+        self._window.add(self.clock())  # counts toward the cap; one rollback per operation, never more
         second = self._bring_up(op, rollback)
         if second is None:
             return "rolled_back", f"{failure}; rolled back: run {rollback.run_id} is up with the last good flags"
@@ -230,7 +223,7 @@ class HostController:
 
     def _log_path(self, token: str) -> str:
         """A new log file per start, named by the operation (never by anything a request chose)."""
-        return f"{self.settings.log_dir.rstrip('/')}/sglang-{_SAFE.sub('_', self.name)}-{token}.log"
+        return run_log_path(self.settings.log_dir, self.name, token)
 
     def _target(self, run_id: str, flags: dict[str, FlagValue], log_path: str) -> Target:
         schema = self._schema or self.schema()  # the one this request was validated against
@@ -249,6 +242,8 @@ class HostController:
         while True:
             try:
                 return step()
+            except HelperFailed:
+                raise  # the host answered: this is no connection problem, and waiting will not fix it
             except CollectorError as exc:
                 state = op.state
                 op.step("reconnecting", f"lost {self.name} while {state}: {exc}")
@@ -283,7 +278,7 @@ class HostController:
             op.from_flags = dict(record.get("flags") or op.from_flags)
             op.step("stopping", f"stopping run {record.get('run_id')} (pid {record.get('pid')})")
             stopped = self.remote.stop(self.settings.stop_timeout)
-            self._ended(str(record.get("run_id")), f"stopped for run {target.run_id} ({stopped.get('stopped')})")
+            self.ledger.ended(str(record.get("run_id")), f"stopped for run {target.run_id} ({stopped.get('stopped')})")
             if stopped.get("left") or not stopped.get("port_free"):
                 left, free = stopped.get("left"), stopped.get("port_free")
                 return f"the old server did not go away (processes left: {left}, port free: {free})"
@@ -292,23 +287,9 @@ class HostController:
         op.step("starting", f"starting run {target.run_id}: {' '.join(target.argv)}")
         started = self.remote.start(target.record(op.op_id, self.clock()))
         if "error" in started:
-            self._ended(target.run_id, f"not started: {started['error']}")
+            self.ledger.ended(target.run_id, f"not started: {started['error']}")
             return str(started["error"])
         return None
-
-    def _announce(self, flags: dict[str, FlagValue], log_path: str, fallback: str) -> str:
-        """The run's id from the RunSink (our own token if the sink fails: the restart matters more)."""
-        try:
-            return str(self.runs.run_started(self.name, flags, log_path, self.clock()))
-        except Exception:
-            log.exception("%s: RunSink.run_started failed; run id %s used instead", self.name, fallback)
-            return fallback
-
-    def _ended(self, run_id: str, reason: str) -> None:
-        try:
-            self.runs.run_ended(self.name, run_id, self.clock(), reason)
-        except Exception:
-            log.exception("%s: RunSink.run_ended failed for %s", self.name, run_id)
 
     def _await_ready(self, op: Operation, target: Target) -> str | None:
         op.step("waiting", f"waiting for run {target.run_id} to be ready")
@@ -333,12 +314,11 @@ class HostController:
 
     def _stop_failed(self, target: Target, failure: str) -> None:
         self.remote.stop(self.settings.stop_timeout)
-        self._ended(target.run_id, failure)
+        self.ledger.ended(target.run_id, failure)
 
     def _refused(self, who: str, at: float, to_flags: dict[str, FlagValue], exc: RestartRefused) -> None:
-        outcome: Outcome = {422: "invalid", 403: "vetoed", 409: "busy", 429: "rate_limited"}.get(exc.status, "failed")  # type: ignore[assignment]
-        self._audit(RestartRecord(host=self.name, who=who, at=at, from_flags=self._safe_from(), to_flags=to_flags,
-                                  outcome=outcome, detail=exc.message))
+        self.ledger.audit(RestartRecord(host=self.name, who=who, at=at, from_flags=self._safe_from(),
+                                        to_flags=to_flags, outcome=exc.outcome, detail=exc.message))
 
     def _safe_from(self) -> dict[str, FlagValue]:
         try:
@@ -347,20 +327,6 @@ class HostController:
             return {}
 
     def _record(self, op: Operation, outcome: Outcome, detail: str) -> None:
-        self._audit(RestartRecord(host=self.name, who=op.who, at=op.requested_at, from_flags=op.from_flags,
-                                  to_flags=op.to_flags, outcome=outcome, detail=detail, run_id=op.run_id,
-                                  operation_id=op.op_id))
-
-    def _audit(self, record: RestartRecord) -> None:
-        try:
-            self.audit.record_restart(record)
-        except Exception:
-            log.exception("%s: AuditSink.record_restart failed", self.name)
-
-
-def _shown(flags: dict[str, object] | None, preset: str | None) -> dict[str, FlagValue]:
-    """A refused request as the audit shows it: names and values as text, never interpreted."""
-    shown: dict[str, FlagValue] = {str(k): repr(v) for k, v in (flags or {}).items()}
-    if preset is not None:
-        shown["<preset>"] = repr(preset)
-    return shown
+        self.ledger.audit(RestartRecord(host=self.name, who=op.who, at=op.requested_at, from_flags=op.from_flags,
+                                        to_flags=op.to_flags, outcome=outcome, detail=detail, run_id=op.run_id,
+                                        operation_id=op.op_id))

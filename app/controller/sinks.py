@@ -7,10 +7,14 @@ logged and the restart carries on (the server matters more than the bookkeeping)
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from app.flags.schema import FlagValue
+
+log = logging.getLogger(__name__)
 
 Outcome = Literal[
     "ok",            # the new flags are up and healthy
@@ -54,3 +58,30 @@ class RunSink(Protocol):
     def run_started(self, host: str, flags: dict[str, FlagValue], log_path: str, started_at: float) -> str: ...
 
     def run_ended(self, host: str, run_id: str, ended_at: float, reason: str) -> None: ...
+
+
+class Ledger:
+    """One host's calls into the sinks, each isolated: a failing sink is logged, the restart goes on."""
+
+    def __init__(self, host: str, audit: AuditSink, runs: RunSink, clock: Callable[[], float]) -> None:
+        self.host, self._audit, self._runs, self._clock = host, audit, runs, clock
+
+    def announce(self, flags: dict[str, FlagValue], log_path: str, fallback: str) -> str:
+        """The new run's id from the RunSink (`fallback` if the sink fails)."""
+        try:
+            return str(self._runs.run_started(self.host, flags, log_path, self._clock()))
+        except Exception:
+            log.exception("%s: RunSink.run_started failed; run id %s used instead", self.host, fallback)
+            return fallback
+
+    def ended(self, run_id: str, reason: str) -> None:
+        try:
+            self._runs.run_ended(self.host, run_id, self._clock(), reason)
+        except Exception:
+            log.exception("%s: RunSink.run_ended failed for %s", self.host, run_id)
+
+    def audit(self, record: RestartRecord) -> None:
+        try:
+            self._audit.record_restart(record)
+        except Exception:
+            log.exception("%s: AuditSink.record_restart failed", self.host)

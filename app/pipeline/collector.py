@@ -9,12 +9,14 @@ are read again on the next round and nothing is lost or stored twice.
 from __future__ import annotations
 
 import logging
+import posixpath
 import threading
 import time
 from collections.abc import Callable
 
 from app.bus import EventBus
 from app.config import HostConfig
+from app.controller.restart import run_log_path
 from app.pipeline.batches import METRICS_PREFIX, BatchBuilder, FollowedFile, health_key, parser_for
 from app.pipeline.health import HostHealth, SourceHealth
 from app.store.base import Batch, Store
@@ -132,6 +134,8 @@ class HostCollector:
 
     def _discover(self, transport: Transport) -> None:
         wanted = [("server_log", self.host.server_log)]
+        if self.host.launch:  # every controller restart logs to a new file: follow those too
+            wanted.extend(("server_log", path) for path in transport.glob(_run_logs(self.host)))
         if self.host.client_log:
             wanted.append(("client_log", self.host.client_log))
         for pattern in self.host.outputs:
@@ -170,6 +174,7 @@ class HostCollector:
             followed.tail.rewind(followed.committed)
             return False
         followed.committed = followed.tail.state
+        followed.health.path = followed.tail.path  # a controller restart moves the server to a new log
         followed.health.saw(len(lines), sum(len(line.text) + 1 for line in lines), records, unparsed)
         return True
 
@@ -224,6 +229,12 @@ class HostCollector:
             if event.kind in PUBLISHED_EVENTS:
                 data = {"host": self.host.name, "kind": event.kind, "t": event.t, **event.data}
                 self.bus.publish(PUBLISHED_EVENTS[event.kind], data)
+
+
+def _run_logs(host: HostConfig) -> str:
+    restart = host.tables.get("restart") or {}
+    log_dir = str(restart.get("log_dir") or posixpath.dirname(host.server_log))
+    return run_log_path(log_dir, host.name, "*")
 
 
 def _stat_many(transport: Transport, paths: list[str]) -> dict[str, FileStat | None]:

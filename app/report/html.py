@@ -68,8 +68,11 @@ def figure(data: ReportData) -> go.Figure | None:
             if metric == "token_usage":
                 fig.add_hline(y=ALERT_USAGE, line={"dash": "dot", "color": "#c0392b"}, row=row, col=1)
     for start, run_id in data.run_starts:
-        fig.add_vline(x=pd.Timestamp(start, unit="s", tz="UTC"), line={"dash": "dash", "color": "#8a93a6", "width": 1},
-                      annotation_text=run_id, annotation_position="top right", annotation_font_size=10)
+        when = pd.Timestamp(start, unit="s", tz="UTC")
+        for row in range(1, len(panels) + 1):
+            label = {"annotation_text": run_id, "annotation_position": "top right", "annotation_font_size": 10}
+            fig.add_vline(x=when, line={"dash": "dash", "color": "#8a93a6", "width": 1}, row=row, col=1,
+                          **(label if row == 1 else {}))  # the run's name once, on the top chart
     fig.update_layout(height=230 * len(panels) + 60, margin={"l": 60, "r": 20, "t": 40, "b": 30},
                       template="plotly_white", legend={"orientation": "h"})
     return fig

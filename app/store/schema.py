@@ -3,7 +3,9 @@
 `schema_version` holds the version a database is at; opening a store applies every later
 migration in order, each in its own transaction with its version bump. Version 1 is the
 walking skeleton's schema (its `IF NOT EXISTS` statements adopt databases created before
-migrations existed); version 2 adds the rollup table and backfills it from the raw samples.
+migrations existed); version 2 adds the rollup table and backfills it from the raw samples;
+version 3 adds the series catalog (what `metrics`/`ranks` list) and, in SQLite, clusters the
+rollup table by its key.
 """
 
 from __future__ import annotations
@@ -47,16 +49,32 @@ def migrations(dialect: Dialect) -> tuple[Migration, ...]:
             PRIMARY KEY (kind, key))""",
         "CREATE INDEX IF NOT EXISTS documents_kind_host ON documents (kind, host, t)",
     )
-    v2 = (
-        f"""CREATE TABLE samples_rollup (
+    v2 = (_rollup_table("samples_rollup", real, int_, ""),)
+    v3: tuple[str, ...] = (
+        """CREATE TABLE series_catalog (host TEXT NOT NULL, metric TEXT NOT NULL, rank TEXT NOT NULL,
+            PRIMARY KEY (host, metric, rank))""",
+        "INSERT INTO series_catalog SELECT DISTINCT host, metric, rank FROM samples_rollup WHERE width = 600",
+    )
+    if dialect == "sqlite":
+        # Clustered by its key, a series' buckets sit on consecutive pages: a month of 600 s buckets
+        # read 30 ms -> a few ms, because a rowid table scatters rows of the three widths and all series.
+        v3 += (
+            _rollup_table("samples_rollup_v3", real, int_, " WITHOUT ROWID"),
+            "INSERT INTO samples_rollup_v3 SELECT * FROM samples_rollup",
+            "DROP TABLE samples_rollup",
+            "ALTER TABLE samples_rollup_v3 RENAME TO samples_rollup",
+        )
+    return (Migration(1, v1), Migration(2, v2, backfill_rollup=True), Migration(3, v3))
+
+
+def _rollup_table(name: str, real: str, int_: str, suffix: str) -> str:
+    return f"""CREATE TABLE {name} (
             host TEXT NOT NULL, metric TEXT NOT NULL, rank TEXT NOT NULL, width {int_} NOT NULL,
             bucket {real} NOT NULL, n {int_} NOT NULL, vsum {real} NOT NULL,
             tmin {real} NOT NULL, vmin {real} NOT NULL, tmax {real} NOT NULL, vmax {real} NOT NULL,
             tlast {real} NOT NULL, vlast {real} NOT NULL,
-            PRIMARY KEY (host, metric, rank, width, bucket))""",
-    )
-    return (Migration(1, v1), Migration(2, v2, backfill_rollup=True))
+            PRIMARY KEY (host, metric, rank, width, bucket)){suffix}"""
 
 
 CREATE_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
-LATEST_VERSION = 2
+LATEST_VERSION = 3

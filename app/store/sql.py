@@ -20,7 +20,7 @@ from app.store.rollup import ROLLUP_WIDTHS, UPSERT_ROLLUP, bucket_rows, rollup_p
 from app.store.schema import CREATE_VERSION_TABLE, Dialect, Migration, migrations
 
 Rows = list[tuple[Any, ...]]
-COARSEST = ROLLUP_WIDTHS[-1]  # every series has rows here: the cheapest table to list
+COARSEST = ROLLUP_WIDTHS[-1]  # the fewest buckets: where the rollups reach furthest back cheaply
 EMPTY: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] = (np.empty(0), np.empty(0))
 
 
@@ -88,6 +88,10 @@ class SqlStore:
             if batch.samples:
                 self._insert_samples(batch.host, batch.samples)
                 self._run_many(UPSERT_ROLLUP, bucket_rows(batch.host, batch.samples))
+                self._run_many(
+                    "INSERT INTO series_catalog (host, metric, rank) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    sorted({(batch.host, s.metric, s.rank) for s in batch.samples}),
+                )
             if batch.events:
                 self._run_many(
                     "INSERT INTO events (host, source, kind, t, line, data) VALUES (?, ?, ?, ?, ?, ?)",
@@ -186,17 +190,12 @@ class SqlStore:
 
     def ranks(self, host: str, metric: str) -> list[str]:
         with self._lock:
-            rows = self._run(
-                "SELECT DISTINCT rank FROM samples_rollup WHERE host = ? AND metric = ? AND width = ?",
-                (host, metric, COARSEST),
-            )
+            rows = self._run("SELECT rank FROM series_catalog WHERE host = ? AND metric = ?", (host, metric))
         return sorted(str(r[0]) for r in rows)
 
     def metrics(self, host: str) -> list[str]:
         with self._lock:
-            rows = self._run(
-                "SELECT DISTINCT metric FROM samples_rollup WHERE host = ? AND width = ?", (host, COARSEST)
-            )
+            rows = self._run("SELECT DISTINCT metric FROM series_catalog WHERE host = ?", (host,))
         return sorted(str(r[0]) for r in rows)
 
     def events(

@@ -183,3 +183,44 @@ def test_a_controller_restart_inside_muting_sends_one_resolved_then_rearms(tmp_p
         assert all(b["alert"]["rule"] == "token_usage_high" for b in receiver.accepted)
     finally:
         services.stop()
+
+
+def test_following_the_controllers_busy_flag_mutes_and_re_arms(tmp_path: Path, receiver: Receiver) -> None:
+    services = services_for(tmp_path, webhook=receiver.url)
+    restarting: set[str] = set()
+    alerting = services.alerts = start_alerting(services, interval=0.1)
+    alerting.follow_restarts(lambda host: host in restarting)
+    try:
+        saturate(services.store)
+        wait_for(lambda: receiver.states() == ["firing"])
+        restarting.add("gpu1")  # HostController.busy turns true
+        wait_for(lambda: alerting.muted("gpu1") is not None)
+        services.store.commit(
+            Batch("gpu1", "server_log", "/l", events=[EventRow("event", T0 + 205, 1, {"event": "oom"})])
+        )
+        time.sleep(0.5)
+        assert receiver.states() == ["firing"]
+        restarting.discard("gpu1")  # the new server is up
+        wait_for(lambda: receiver.states() == ["firing", "resolved"])
+        assert alerting.muted("gpu1") is None
+        assert "re-armed after controller restart" in receiver.accepted[1]["text"]
+        time.sleep(0.5)
+        assert [a["rule"] for a in alerting.engine.snapshot() if a["state"] == "firing"] == []
+    finally:
+        services.stop()
+
+
+def test_the_app_mutes_a_host_its_controller_is_restarting(tmp_path: Path, serve_app: Any) -> None:
+    class Controller:  # what the app reads of app.state.controllers: HostController.busy
+        busy = False
+
+    services = services_for(tmp_path)
+    app = create_app(services)
+    app.state.controllers = {"gpu1": Controller()}
+    serve_app(app)
+    alerting = services.alerts
+    assert alerting is not None
+    Controller.busy = True
+    wait_for(lambda: alerting.muted("gpu1") is not None)
+    Controller.busy = False
+    wait_for(lambda: alerting.muted("gpu1") is None)

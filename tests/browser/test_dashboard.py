@@ -74,10 +74,12 @@ def test_restart_marker_appears_live(live_run: tuple[ScriptedRun, str], page: An
     page.wait_for_function("document.getElementById('chart-throughput').markerCount === 2", timeout=15_000)
     shapes = page.evaluate(
         "document.getElementById('chart-requests').layout.shapes.map(s => [s.name, new Date(s.x0).getTime() / 1000])")
-    restarts = [x for name, x in shapes if name == "marker-restart"]
+    # A run (from /api/runs) or, where runs are not tracked, a server start (from /api/events).
+    restarts = [x for name, x in shapes if name in ("marker-run", "marker-restart")]
     assert len(restarts) == 2
     assert abs(max(restarts) - restarted_at) <= 1
-    assert "server start" in page.locator("#chart-throughput .annotation-text").all_text_contents()
+    labels = page.locator("#chart-throughput .annotation-text").all_text_contents()
+    assert len([label for label in labels if label.startswith(("run ", "server start"))]) == 2, labels
     assert outside == []
     page.screenshot(path=str(ARTIFACTS / "dashboard-restart.png"), full_page=True)
 
@@ -108,27 +110,16 @@ def test_zoom_fetches_history_and_aligns_every_chart(live_run: tuple[ScriptedRun
     assert outside == []
 
 
-def test_page_tolerates_missing_runs_and_alerts_apis(live_run: tuple[ScriptedRun, str], page: Any) -> None:
+def test_alert_banner_shows_the_firing_token_usage_alert(live_run: tuple[ScriptedRun, str], page: Any) -> None:
     _, url = live_run
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    open_page(page, url)
-    assert page.locator("#alert-banner").is_hidden()
+    outside = open_page(page, url)
+    page.wait_for_function("!document.getElementById('alert-banner').hidden", timeout=30_000)
+    assert page.locator("#alert-banner").inner_text().startswith("gpu1: token_usage_high")
     assert errors == []
-
-
-def test_alert_banner_shows_firing_alerts(live_run: tuple[ScriptedRun, str], page: Any) -> None:
-    # The alerts engine is another feature; its API shape is DESIGN.md's, answered here at the HTTP edge.
-    _, url = live_run
-    alerts = [{"rule": "token_usage_high", "host": "gpu1", "state": "firing", "since": 1.0, "value": 0.97},
-              {"rule": "queue", "host": "gpu1", "state": "resolved", "since": 1.0, "value": 0}]
-    open_page(page, url)
-    page.route("**/api/alerts", lambda route: route.fulfill(json=alerts))
-    page.evaluate("window.location.reload()")
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
-    banner = page.locator("#alert-banner")
-    assert banner.is_visible()
-    assert banner.inner_text() == "gpu1: token_usage_high = 0.97"
+    assert outside == []
+    page.screenshot(path=str(ARTIFACTS / "dashboard-alert.png"), full_page=True)
 
 
 def test_dark_theme_toggle(live_run: tuple[ScriptedRun, str], page: Any) -> None:

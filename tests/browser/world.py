@@ -1,6 +1,7 @@
 """A scripted serving run on this machine, in real time: SGLang server log, client tqdm log and
 output files, written by a thread so the real pipeline (local transport, parsers, store, SSE) carries
-it to the page. It starts with a few minutes of history, and `restart()` writes a new server start."""
+it to the page. It starts with a few minutes of history, token usage above 0.95 throughout (so the
+token-usage alert fires on log time), and `restart()` writes a new server start."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ class ScriptedRun:
         wave = math.sin(self.step / 40)
         lines = "".join(
             DECODE.format(ts=stamp(t), dp=dp, running=60 + dp, token=150_000 + 100 * self.step % 5000,
-                          usage=0.9 + 0.08 * wave - 0.01 * dp, tps=900 + 100 * wave + dp, queue=max(0, 20 + dp))
+                          usage=0.97 + 0.015 * wave - 0.005 * dp, tps=900 + 100 * wave + dp, queue=max(0, 20 + dp))
             for dp in range(2)
         )
         self._write(self.server_log, lines)

@@ -6,11 +6,12 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from app.controller.errors import Busy, InvalidFlags, Vetoed
+from app.controller.errors import Busy, HostUnavailable, InvalidFlags, RateLimited, Vetoed
 from tests.controller.support import MemorySinks, free_port, make_config
 
 
@@ -126,3 +127,83 @@ def test_a_recycled_pid_in_the_record_is_never_signalled(tmp_path: Path, control
     finally:
         bystander.kill()
         bystander.wait()
+
+
+@pytest.mark.parametrize(("name", "why"), [("never-ready", "not ready after 3 s"),
+                                            ("exit-early", "the server exited before it was ready")])
+def test_a_server_that_never_gets_ready_is_rolled_back(tmp_path: Path, controllers, name: str, why: str) -> None:
+    controller = controllers(make_config(tmp_path, free_port(), ready_timeout=3))
+    controller.begin("t", flags={"mem-fraction-static": 0.85})
+    controller.wait(120)
+    op = controller.begin("t", flags={"served-model-name": name})
+    controller.wait(120)
+    assert op.outcome == "rolled_back", op.detail
+    assert op.detail.startswith(why)
+    assert controller.inspect()["flags"]["mem-fraction-static"] == 0.85
+
+
+def test_the_restart_loop_cap_refuses_with_429(tmp_path: Path, controllers, sinks: MemorySinks) -> None:
+    controller = controllers(make_config(tmp_path, free_port(), max_restarts=2), sinks=sinks)
+    controller.begin("t", flags={"mem-fraction-static": 0.93})  # fails, and its rollback counts too
+    controller.wait(120)
+    with pytest.raises(RateLimited) as limited:
+        controller.begin("t", flags={"mem-fraction-static": 0.85})
+    assert 0 < limited.value.retry_after <= 600
+    assert [a.outcome for a in sinks.audits][-1] == "rate_limited"
+
+
+def test_a_helper_that_fails_on_the_host_ends_the_restart_without_waiting(tmp_path: Path, controllers) -> None:
+    (tmp_path / "afile").write_text("not a directory")
+    controller = controllers(make_config(tmp_path, free_port(), log_dir=f"{tmp_path}/afile/logs"))
+    started = time.monotonic()
+    op = controller.begin("t", flags={"mem-fraction-static": 0.85})
+    controller.wait(120)
+    assert op.outcome == "failed"
+    assert "helper start failed" in op.detail
+    assert "NotADirectoryError" in op.detail
+    assert time.monotonic() - started < 60  # not the 120 s reconnect window: the host did answer
+
+
+def test_an_unusable_state_dir_is_503_before_anything_runs(tmp_path: Path, controllers) -> None:
+    (tmp_path / "afile").write_text("not a directory")
+    controller = controllers(make_config(tmp_path, free_port(), state_dir=f"{tmp_path}/afile/state"))
+    with pytest.raises(HostUnavailable, match="helper lease failed"):
+        controller.begin("t", flags={"mem-fraction-static": 0.85})
+    assert controller.last is None
+
+
+def _wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+def test_a_server_started_by_hand_is_adopted_then_restarted(
+    tmp_path: Path, controllers, sinks: MemorySinks
+) -> None:
+    port = free_port()
+    config = make_config(tmp_path, port)
+    controller = controllers(config, sinks=sinks)
+    by_hand = subprocess.Popen(
+        [*controller.launch().argv(controller.schema(), controller.launch().flags)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        _wait_port(port)
+        not_leader = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        with pytest.raises(HostUnavailable, match="does not lead its own process group"):
+            controller.adopt(not_leader.pid, str(tmp_path / "hand.log"))
+        not_leader.kill()
+        not_leader.wait()
+        controller.adopt(by_hand.pid, str(tmp_path / "hand.log"))
+        operation = controller.begin("test", flags={"mem-fraction-static": 0.85})
+        assert controller.wait(120) is operation and operation.outcome == "ok", operation.public()
+        assert by_hand.wait(30) is not None  # the adopted server was stopped by the restart
+    finally:
+        if by_hand.poll() is None:
+            by_hand.kill()
+            by_hand.wait()

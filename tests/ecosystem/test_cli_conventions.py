@@ -13,6 +13,7 @@ import pytest
 
 from app.cli import main
 from app.commands import init as init_command
+from app.commands.serve import resolve_config
 from app.config import load_config
 from tests.ecosystem.processes import Kvwatch, wait_for
 
@@ -105,3 +106,22 @@ def test_init_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     (tmp_path / "ssh_config").write_text(SSH_CONFIG)
     assert main(["init", "--ssh-config", str(tmp_path / "ssh_config"), "--stdout"]) == 0
     assert 'name = "gpu2"' in capsys.readouterr().out
+
+
+def test_config_discovery_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    xdg = tmp_path / "xdg"
+    (xdg / "kvwatch").mkdir(parents=True)
+    (xdg / "kvwatch" / "kvwatch.toml").write_text('[server]\nport = 9001\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    assert resolve_config(None).server.port == 9001  # no ./kvwatch.toml: the XDG one
+    (work / "kvwatch.toml").write_text('[server]\nport = 9002\n')
+    assert resolve_config(None).server.port == 9002  # ./kvwatch.toml first
+    (work / "kvwatch.toml").unlink()
+    (xdg / "kvwatch" / "kvwatch.toml").unlink()
+    assert main(["report"]) == 2
+    assert "no config: pass --config FILE, create ./kvwatch.toml, or run `kvwatch init`" in capsys.readouterr().err

@@ -1,10 +1,9 @@
 """`kvwatch export`: a host's stored series as CSV or Parquet, exactly the stored samples, for a run,
-a window or all; and the one-line progress display long offline work shows on a terminal only."""
+a window or all."""
 
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,6 @@ import pandas as pd
 import pytest
 
 from app.cli import main
-from app.progress import Progress
 from app.runs import list_runs
 from app.store.sqlite import SqliteStore
 
@@ -74,22 +72,3 @@ def test_parquet_needs_a_file(collected: tuple[Path, list[str]], capsys: pytest.
     assert main(["export", "--config", str(config), "--format", "parquet"]) == 2
     message = "kvwatch: error: --format parquet: give a file with -o (Parquet is binary)"
     assert capsys.readouterr().err.strip() == message
-
-
-def test_progress_draws_on_a_terminal_only() -> None:
-    plain = io.StringIO()
-    with Progress("parse big.log", total=2048, unit="B", stream=plain) as progress:
-        progress.advance(1024)
-    assert plain.getvalue() == ""
-    primary, secondary = os.openpty()
-    try:
-        with os.fdopen(secondary, "w", closefd=False) as tty, Progress("parse big.log", total=2048, unit="B",
-                                                                        stream=tty) as progress:
-            progress.advance(1024)
-            progress.advance(1024)
-        drawn = os.read(primary, 4096).decode()
-    finally:
-        os.close(primary)
-        os.close(secondary)
-    assert drawn.startswith("\rparse big.log: [") and drawn.endswith("\n")
-    assert "100% 2.0 KB/2.0 KB" in drawn

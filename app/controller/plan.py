@@ -1,0 +1,60 @@
+"""Before anything runs: what a request means, whether policy allows it, whether the loop cap does.
+
+Pure checks (no I/O): `plan_flags` turns a request into the complete flags of the next run, raising
+InvalidFlags (422) or Vetoed (403); `StartWindow` is the restart-loop cap (429).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from app.controller.errors import InvalidFlags, RateLimited, Vetoed
+from app.controller.policy import ControllerConfig
+from app.flags.argv import Launch, merge
+from app.flags.schema import FlagValue, Schema, ValidationError, normalize
+
+
+def plan_flags(config: ControllerConfig, schema: Schema, launch: Launch, flags: dict[str, object] | None,
+               preset: str | None) -> dict[str, FlagValue]:
+    """launch + preset + flags, validated (strict) and checked against the vetoes."""
+    requested: dict[str, object] = {}
+    if preset is not None:
+        if preset not in config.presets:
+            raise InvalidFlags([ValidationError("preset", f"unknown preset {preset!r} for {config.host}")])
+        requested.update(config.presets[preset].flags)
+    requested.update(flags or {})
+    changes, errors = normalize(schema, requested, strict=True)
+    if errors:
+        raise InvalidFlags(errors)
+    target = merge(launch.flags, changes)
+    veto = config.veto_for(schema, target)
+    if veto is not None:
+        raise Vetoed(f"--{veto.flag}={veto.value} is vetoed on {config.host}: {veto.reason}")
+    return target
+
+
+def shown(flags: dict[str, object] | None, preset: str | None) -> dict[str, FlagValue]:
+    """A refused request as the audit shows it: names and values as text, never interpreted."""
+    text: dict[str, FlagValue] = {str(k): repr(v) for k, v in (flags or {}).items()}
+    if preset is not None:
+        text["<preset>"] = repr(preset)
+    return text
+
+
+class StartWindow:
+    """At most `cap` server starts per `window` seconds (rollbacks included), like systemd's StartLimitBurst."""
+
+    def __init__(self, host: str, cap: int, window: float) -> None:
+        self.host, self.cap, self.window = host, cap, window
+        self._starts: deque[float] = deque()
+
+    def check(self, at: float) -> None:
+        while self._starts and self._starts[0] <= at - self.window:
+            self._starts.popleft()
+        if len(self._starts) >= self.cap:
+            retry = self._starts[0] + self.window - at
+            raise RateLimited(f"{self.host}: {self.cap} restarts within {self.window:.0f} s; "
+                              f"next one allowed in {retry:.0f} s", retry_after=retry)
+
+    def add(self, at: float) -> None:
+        self._starts.append(at)
