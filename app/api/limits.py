@@ -22,6 +22,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+MAX_CLIENTS = 10_000  # buckets kept before the full ones are dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,9 @@ class MutationRateLimit:
         """0 when the request may go on, else the seconds until it may."""
         now = time.monotonic()
         with self._lock:
+            if len(self._buckets) > MAX_CLIENTS:  # many addresses: forget those whose bucket is full again
+                self._buckets = {c: (t, a) for c, (t, a) in self._buckets.items()
+                                 if t + (now - a) * self.rate < self.burst}
             tokens, at = self._buckets.get(client, (float(self.burst), now))
             tokens = min(float(self.burst), tokens + (now - at) * self.rate)
             if tokens >= 1.0:

@@ -14,7 +14,7 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from app.api.limits import MUTATING, Limits
+from app.api.limits import MAX_CLIENTS, MUTATING, Limits, MutationRateLimit
 from app.main import create_app
 from tests.app.slice_helpers import start_services
 from tests.hardening.world import OPEN_LIMITS, TOKEN, served_world
@@ -114,3 +114,13 @@ def test_the_guards_hold_over_a_real_server(tmp_path: Path) -> None:
         tries = range(Limits().mutation_burst + 5)
         codes = [httpx.post(url, json={"preset": "x"}, timeout=10).status_code for _ in tries]
         assert codes[-1] == 429 and 401 in codes
+
+
+def test_rate_buckets_of_many_clients_are_bounded() -> None:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("never reached in this test")
+
+    limiter = MutationRateLimit(app, per_minute=60_000, burst=2)
+    for n in range(MAX_CLIENTS * 3):
+        assert limiter._take(f"10.0.{n // 256}.{n % 256}") == 0.0
+    assert len(limiter._buckets) <= MAX_CLIENTS + 1
