@@ -4,7 +4,10 @@ A store holds `--days` of 1 Hz history for every charted metric; the page is ope
 browser context each time (cold cache, plotly.js included) and timed from navigation start to
 `window.kvwatchReady` (every chart drawn from its history, stream open). Then one zoom: the time
 from the relayout to every chart redrawn with the window fetched from the server.
-Usage: python bench/dashboard_page.py [--days 1] [--repeat 5]
+`--warm` reloads in the same context instead (HTTP cache and V8 code cache warm: reopening the tab).
+`--plotly-bundle FILE` answers /vendor/plotly.min.js with another build (e.g. npm's plotly-basic) to
+measure what a smaller bundle would save; the app itself serves the plotly package's file.
+Usage: python bench/dashboard_page.py [--days 1] [--repeat 5] [--warm] [--plotly-bundle FILE]
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from playwright.sync_api import sync_playwright
@@ -49,6 +53,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--days", type=float, default=1)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--warm", action="store_true")
+    parser.add_argument("--plotly-bundle", type=Path)
     args = parser.parse_args()
     store = open_store(str(Path(tempfile.mkdtemp(prefix="kvwatch-page-")) / "kvwatch.db"))
     started = time.perf_counter()
@@ -63,8 +69,19 @@ def main() -> None:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            for _ in range(args.repeat):
+            bundle = args.plotly_bundle.read_bytes() if args.plotly_bundle else None
+
+            def new_context() -> Any:
                 context = browser.new_context(viewport={"width": 1600, "height": 1000})
+                if bundle is not None:
+                    context.route("**/vendor/plotly.min.js",
+                                  lambda route: route.fulfill(body=bundle, content_type="text/javascript"))
+                return context
+
+            context = new_context()
+            if args.warm:
+                context.new_page().goto(server.url)
+            for _ in range(args.repeat):
                 page = context.new_page()
                 page.goto(server.url)
                 page.wait_for_function("window.kvwatchReady === true", timeout=60_000)
@@ -83,7 +100,11 @@ def main() -> None:
                     }
                     return performance.now() - t0;
                 }"""))
-                context.close()
+                page.close()
+                if not args.warm:
+                    context.close()
+                    context = new_context()
+            context.close()
             browser.close()
     finally:
         server.stop()

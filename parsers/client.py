@@ -84,5 +84,6 @@ class ClientParser(TracebackMixin):
         event = event_of(header.message)
         if event is not None:
             return [*done, event_record(line_no, header.ts, {}, event, header.message)]
-        self.health.unparsed += 1
+        # A client prints whatever it likes: a line that is no progress bar and no error is just text.
+        self.health.ignored += 1
         return done

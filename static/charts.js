@@ -94,7 +94,8 @@ function markerLayout(element, markers, labels) {
     shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, name: `marker-${marker.kind}`,
                   line: { color: cssVar(marker.kind === "failure" ? "--bad" : "--marker"), width: 1.5, dash: "dash" } });
     if (labels) {
-      annotations.push({ x, xref: "x", yref: "paper", y: 1, yanchor: "bottom", text: marker.label, showarrow: false,
+      annotations.push({ x, xref: "x", yref: "paper", y: 1, yanchor: "bottom", xanchor: "left", text: marker.label,
+                         showarrow: false,
                          font: { size: 10, color: cssVar("--muted") }, hovertext: marker.detail || marker.label });
     }
   }
