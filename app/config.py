@@ -25,6 +25,7 @@ HOST_KEYS = frozenset(
 )
 TOP_KEYS = frozenset({"server", "hosts", "presets", "vetoes", "alerts"})
 LOCAL = "local"
+SECRET_KEYS = frozenset({"token", "webhook"})  # their values never appear in a message
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,9 +161,8 @@ def _typed(table: dict[str, Any], key: str, kind: type, where: str, label: str, 
     value = table[key]
     # bool is an int in Python; a port of `true` is still wrong.
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ConfigError(
-            f"{where}: {label}{key}: expected {kind.__name__}, got {type(value).__name__} {value!r}"
-        )
+        shown = "(value not shown)" if key in SECRET_KEYS else repr(value)
+        raise ConfigError(f"{where}: {label}{key}: expected {kind.__name__}, got {type(value).__name__} {shown}")
     if kind is str and not value and key in ("name", "ssh", "server_log"):
         raise ConfigError(f"{where}: {label}{key}: must not be empty")
     return value

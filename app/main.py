@@ -14,6 +14,8 @@ from fastapi.staticfiles import StaticFiles
 
 from app.alerts import start_alerting
 from app.api import ROUTERS
+from app.api.limits import BodyLimit, Limits, MutationRateLimit
+from app.api.openapi import document_errors
 from app.config import Config
 from app.controller.wiring import build_controllers
 from app.services import Services
@@ -28,7 +30,7 @@ STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 PLOTLY_DIR = Path(str(files("plotly") / "package_data"))
 
 
-def create_app(services: Services, *, manage_collectors: bool = True) -> FastAPI:
+def create_app(services: Services, *, manage_collectors: bool = True, limits: Limits | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if manage_collectors:
@@ -44,12 +46,17 @@ def create_app(services: Services, *, manage_collectors: bool = True) -> FastAPI
 
     app = FastAPI(title="kvwatch", version="0.1.0", lifespan=lifespan)
     app.state.services = services
+    bounds = limits or Limits()
+    # Added last runs first: an over-rate client is refused before its body is even read.
+    app.add_middleware(BodyLimit, max_bytes=bounds.max_body_bytes)
+    app.add_middleware(MutationRateLimit, per_minute=bounds.mutations_per_minute, burst=bounds.mutation_burst)
     if not services.controllers:
         services.controllers = build_controllers(services.config, services.store)
     app.state.controllers = services.controllers
     app.state.api_token = api_token(services.config)
     for router in ROUTERS:
         app.include_router(router)
+    document_errors(app)
     # plotly.js comes from the installed plotly package: the page never needs a CDN.
     app.mount("/vendor", StaticFiles(directory=PLOTLY_DIR), name="vendor")
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -13,12 +13,14 @@ import uvicorn
 
 from app.alerts import validate_alert_config
 from app.config import Config
+from app.config_files import check_host_files
 from app.errors import ConfigError
 from app.main import api_token, create_app
 from app.pipeline.collector import HostCollector
 from app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
 from app.pipeline.relay import StoreRelay
 from app.pipeline.transports import open_transport
+from app.reload import ConfigReloader
 from app.services import Services
 from app.store import open_store
 
@@ -47,6 +49,7 @@ def database_path(config: Config) -> str:
 def build_services(config: Config, collect: bool = True) -> Services:
     """The store and one collector a host; with `collect=False` a web app reading what others collect."""
     validate_alert_config(config)  # a bad [alerts] field stops the start with one line, before serving
+    check_host_files(config)
     services = Services(config=config, store=open_store(database_path(config)))
     if not collect:
         services.background.append(StoreRelay(services))
@@ -73,6 +76,8 @@ def serve(
     if after_start is not None:
         after_start(services)
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
+    if collect and os.path.isfile(config.path):
+        ConfigReloader(services, config.path).install()
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from parsers.base import Record
+from parsers.base import ParseHealth, Record
 from parsers.values import split_pairs
 
 # Order matters: the first phrase found names the event.
@@ -129,9 +129,29 @@ def open_block(
 
 
 class TracebackMixin:
-    """Feeds lines through a pending block; subclasses call `_through_block` first in `feed`."""
+    """Log parsers with multi-line tracebacks: `feed` never raises and counts into `health`;
+    subclasses implement `_feed`, which calls `_through_block` first."""
 
     _block: TracebackBlock | None = None
+    health: ParseHealth
+
+    def feed(self, line_no: int, text: str) -> list[Record]:
+        self.health.lines += 1
+        try:
+            records = self._feed(line_no, text)
+        except Exception:  # never raise: one odd line must not stop the stream
+            self.health.unparsed += 1
+            return []
+        self.health.records += len(records)
+        return records
+
+    def flush(self) -> list[Record]:
+        records = self._flush_block()
+        self.health.records += len(records)
+        return records
+
+    def _feed(self, line_no: int, text: str) -> list[Record]:
+        raise NotImplementedError
 
     def _through_block(self, message: str, has_header: bool) -> tuple[list[Record], bool]:
         """(records finished by this line, whether the line was consumed by the block)."""

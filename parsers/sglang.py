@@ -124,21 +124,6 @@ class SglangParser(TracebackMixin):
         self.health = ParseHealth()
         self._shapes = BatchShapes()
 
-    def feed(self, line_no: int, text: str) -> list[Record]:
-        self.health.lines += 1
-        try:
-            records = self._feed(line_no, text)
-        except Exception:  # never raise: one odd line must not stop the stream
-            self.health.unparsed += 1
-            return []
-        self.health.records += len(records)
-        return records
-
-    def flush(self) -> list[Record]:
-        records = self._flush_block()
-        self.health.records += len(records)
-        return records
-
     def _feed(self, line_no: int, text: str) -> list[Record]:
         if self._block is not None:
             header = parse_header(text)

@@ -87,21 +87,6 @@ class VllmParser(TracebackMixin):
     def __init__(self) -> None:
         self.health = ParseHealth()
 
-    def feed(self, line_no: int, text: str) -> list[Record]:
-        self.health.lines += 1
-        try:
-            records = self._feed(line_no, text)
-        except Exception:  # never raise: one odd line must not stop the stream
-            self.health.unparsed += 1
-            return []
-        self.health.records += len(records)
-        return records
-
-    def flush(self) -> list[Record]:
-        records = self._flush_block()
-        self.health.records += len(records)
-        return records
-
     def _feed(self, line_no: int, text: str) -> list[Record]:
         header = parse_header(text)
         done, consumed = self._through_block(header.message, header.found)

@@ -115,7 +115,10 @@ def validate_alert_config(config: Config) -> None:
     that is not an http(s) URL (urllib would open file:// too)."""
     webhook = config.server.webhook
     if webhook is not None and (urlsplit(webhook).scheme not in ("http", "https") or not urlsplit(webhook).hostname):
-        raise ConfigError(f"{config.path}: server.webhook: expected an http:// or https:// URL, got {webhook!r}")
+        # The URL itself is a secret (a Slack webhook's path is its key): name only its scheme.
+        head = webhook.split("://", 1)[0]
+        scheme = f"{head}://" if "://" in webhook and head.isalpha() and len(head) <= 10 else "no scheme"
+        raise ConfigError(f"{config.path}: server.webhook: expected an http:// or https:// URL, got {scheme}")
     for host in config.hosts:
         rules_for_host(config, host)
     if not config.hosts:

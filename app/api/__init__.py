@@ -13,8 +13,8 @@ ROUTERS: tuple[APIRouter, ...] = (
     runs.router,
     compare.router,
     alerts.router,
-    restart.router,
     export.router,
     metrics.router,
     stream.router,
+    restart.router,
 )

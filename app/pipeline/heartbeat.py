@@ -95,7 +95,7 @@ class Heartbeat:
 
     def beat(self, final: bool = False) -> None:
         now = time.time()
-        for name, collector in self.collectors.items():
+        for name, collector in list(self.collectors.items()):  # a reload may change the dict
             health = collector.health.as_dict()
             if final:
                 health["state"] = "stopped"

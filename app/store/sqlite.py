@@ -43,10 +43,13 @@ class SqliteStore(SqlStore):
             self._db.execute("BEGIN")
             try:
                 yield
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # A failed COMMIT (disk full) leaves the transaction open; a statement error may
+                # have ended it already. Either way the next BEGIN must start clean.
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,44 @@
+"""A kvwatch with demo-like data behind it: one local host fed with a real SGLang log and numbered
+decode lines, collected by the real pipeline, served by a real uvicorn on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.api.limits import Limits
+from app.main import create_app
+from app.services import Services
+from tests.app.slice_helpers import append_lines, start_services, wait_until
+from tests.fixtures.web import RunningServer, start_uvicorn
+
+TOKEN = "hardening-s3cret-token-7f3a"
+GOLDEN = Path(__file__).resolve().parent.parent / "parsers" / "cases" / "sglang" / "v0_5_23_full" / "input.log"
+OPEN_LIMITS = Limits(mutations_per_minute=1e9, mutation_burst=10**9)
+
+
+@dataclass
+class World:
+    services: Services
+    server: RunningServer
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+
+@contextmanager
+def served_world(tmp: Path, limits: Limits = OPEN_LIMITS, lines: int = 400) -> Iterator[World]:
+    (tmp / "server.log").write_bytes(GOLDEN.read_bytes())
+    append_lines(tmp / "server.log", 1, lines)
+    services = start_services(tmp)
+    app = create_app(services, limits=limits)
+    app.state.api_token = TOKEN
+    server = start_uvicorn(app)
+    try:
+        wait_until(lambda: len(services.store.series("local", "gen_throughput")[0]) >= lines, timeout=30)
+        yield World(services, server)
+    finally:
+        server.stop()
