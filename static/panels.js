@@ -2,7 +2,7 @@
 
 export const PANELS = [
   { id: "chart-throughput", title: "gen throughput (tok/s)",
-    traces: [{ metric: "gen_throughput", name: "gen tok/s" }, { metric: "input_throughput", name: "input tok/s" }] },
+    traces: [{ metric: "gen_throughput", name: "gen tok/s" }, { metric: "input_throughput", name: "input tok/s (right axis)", axis: "y2" }] },
   { id: "chart-usage", title: "KV token usage", threshold: 0.95, yrange: [0, 1.05],
     traces: [{ metric: "token_usage", name: "token usage" }] },
   { id: "chart-requests", title: "requests",
