@@ -120,7 +120,14 @@ def op_lease(state: str, op_id: str, lease_s: str) -> dict[str, Any]:
         try:
             os.mkdir(lease, 0o700)
         except FileExistsError:
-            holder = read_json(os.path.join(lease, "owner.json")) or {}
+            holder = read_json(os.path.join(lease, "owner.json"))
+            if not isinstance(holder, dict):
+                # Another taker is between its mkdir and writing owner.json: the lease is as young as
+                # the directory, never stale (taking it here broke the winner's write).
+                try:
+                    holder = {"at": os.stat(lease).st_mtime}
+                except FileNotFoundError:
+                    continue
             if holder.get("op_id") == op_id:
                 return {"ok": True, "holder": holder}
             if time.time() - float(holder.get("at", 0)) < float(holder.get("lease_s", lease_s)):
