@@ -115,6 +115,21 @@ def write_shim(workdir: Path, speed: float, watch_pid: int | None = None) -> Pat
     return shim
 
 
+def write_nvidia_smi(workdir: Path, port: int) -> Path:
+    """A `nvidia-smi` in `<workdir>/.sim/bin` that reports the simulated server's GPUs."""
+    bin_dir = workdir / ".sim" / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "nvidia-smi"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"PYTHONPATH={shlex.quote(str(REPO_ROOT))} exec {shlex.quote(sys.executable)} -m simulator.nvidia_smi "
+        f"--sim-server http://127.0.0.1:{port} \"$@\"\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return bin_dir
+
+
 def launch_line(shim: Path, port: int, preset: str) -> str:
     """The command line the controller runs to (re)start the server, SGLang's own flags only."""
     env = f"PYTHONPATH={shlex.quote(f'{shim}{os.pathsep}{REPO_ROOT}')}"
@@ -134,6 +149,7 @@ class DemoWorld:
     port: int = 30000
     speed: float = 1.0
     presets: dict[str, dict[str, object]] = field(default_factory=lambda: dict(PRESETS))
+    bin_dir: Path | None = None  # holds the simulated `nvidia-smi`: put it first on PATH to collect GPUs
     _stop: threading.Event = field(default_factory=threading.Event)
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _thread: threading.Thread | None = None
@@ -249,6 +265,7 @@ def start_demo_world(workdir: Path, speed: float = 1.0) -> DemoWorld:
         port=port,
         speed=speed,
     )
+    world.bin_dir = write_nvidia_smi(workdir, port)
     world.server_log.touch()
     world.client_log.touch()
     world._thread = threading.Thread(target=_story, args=(world,), name="demo-story", daemon=True)

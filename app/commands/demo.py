@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -46,6 +47,7 @@ def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: 
         target_completions=world.target_completions,
         launch=world.launch,
         tables=tables,
+        gpu=world.bin_dir is not None,
     )
     server = ServerConfig(host=bind, port=port, data_dir=str(workdir), database="kvwatch.db")
     return Config(server=server, hosts=(host,))
@@ -81,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kvwatch-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     world = start_demo_world(workdir, speed=args.speed)
+    if world.bin_dir is not None:  # the GPU collector runs `nvidia-smi`: here, the simulated one
+        os.environ["PATH"] = f"{world.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
     log.info("demo files in %s", workdir)
     if not args.no_browser:
         threading.Timer(1.5, webbrowser.open, (f"http://{args.host}:{args.port}/",)).start()
