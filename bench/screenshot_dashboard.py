@@ -15,7 +15,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from app.commands.demo import adopt_when_settled, demo_config
+from app.commands.demo import adopt_when_settled, demo_config, use_simulated_gpus
 from app.main import create_app
 from app.runner import build_services
 from simulator.demo import start_demo_world
@@ -27,6 +27,7 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "tests" / "browser" / "scree
 def shoot(out: Path, settle_s: float) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="kvwatch-shot-"))
     world = start_demo_world(workdir)
+    use_simulated_gpus(world)
     services = build_services(demo_config(world, workdir))
     server = start_uvicorn(create_app(services))
     adopt_when_settled(world, services)  # as `kvwatch demo` does: the controller takes over the story's server

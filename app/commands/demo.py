@@ -53,6 +53,12 @@ def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: 
     return Config(server=server, hosts=(host,))
 
 
+def use_simulated_gpus(world: DemoWorld) -> None:
+    """The GPU collector runs `nvidia-smi`; in the demo, the simulated one comes first on PATH."""
+    if world.bin_dir is not None:
+        os.environ["PATH"] = f"{world.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 def adopt_when_settled(world: DemoWorld, services: Services) -> None:
     """Once the scripted story is over, hand its server to the controller, so that the page's restarts
     stop it the way they stop a server kvwatch started itself."""
@@ -83,8 +89,7 @@ def run(args: argparse.Namespace) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kvwatch-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     world = start_demo_world(workdir, speed=args.speed)
-    if world.bin_dir is not None:  # the GPU collector runs `nvidia-smi`: here, the simulated one
-        os.environ["PATH"] = f"{world.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    use_simulated_gpus(world)
     log.info("demo files in %s", workdir)
     if not args.no_browser:
         threading.Timer(1.5, webbrowser.open, (f"http://{args.host}:{args.port}/",)).start()
