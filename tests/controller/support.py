@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import socket
 import sys
@@ -108,3 +109,13 @@ def when_state(operation_holder: Callable[[], Any], state: str, action: Callable
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
+
+
+def record_recycled_pid(state: Path, pid: int) -> None:
+    """A controller record naming `pid` (its real command line) with a start time it never had: the
+    situation after the server died and the kernel gave its pid to another process."""
+    state.mkdir(parents=True, exist_ok=True)
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    (state / "current.json").write_text(json.dumps({
+        "run_id": "old", "pid": pid, "starttime": 1, "host": "127.0.0.1", "port": 1,
+        "cmdline": [part.decode() for part in cmdline]}))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.controller.errors import Busy, HostUnavailable, InvalidFlags, RateLimited, Vetoed
-from tests.controller.support import MemorySinks, free_port, make_config
+from tests.controller.support import MemorySinks, free_port, make_config, record_recycled_pid
 
 
 def test_new_flags_start_a_new_run_with_the_new_capacity(tmp_path: Path, controllers, sinks: MemorySinks) -> None:
@@ -114,12 +114,7 @@ def test_a_recycled_pid_in_the_record_is_never_signalled(tmp_path: Path, control
     """The record names a pid that now belongs to another process: start time differs, so no signal."""
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        state = tmp_path / "state"
-        state.mkdir()
-        cmdline = Path(f"/proc/{bystander.pid}/cmdline").read_bytes().split(b"\0")[:-1]
-        (state / "current.json").write_text(json.dumps({
-            "run_id": "old", "pid": bystander.pid, "starttime": 1, "host": "127.0.0.1", "port": 1,
-            "cmdline": [part.decode() for part in cmdline]}))
+        record_recycled_pid(tmp_path / "state", bystander.pid)
         controller = controllers(make_config(tmp_path, free_port()))
         stopped = controller.remote.stop(1)
         assert stopped["stopped"].startswith("not running")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.controller.conftest import controllers  # noqa: F401  (the fixture, with its teardown)
-from tests.controller.support import MemorySinks, free_port, instances, make_config
+from tests.controller.support import MemorySinks, free_port, instances, make_config, record_recycled_pid
 
 
 def test_a_restart_replaces_a_server_that_ignores_sigterm(tmp_path: Path, controllers: Any) -> None:  # noqa: F811
@@ -34,12 +34,7 @@ def test_a_restart_replaces_a_server_that_ignores_sigterm(tmp_path: Path, contro
 def test_a_restart_never_signals_a_recycled_pid(tmp_path: Path, controllers: Any) -> None:  # noqa: F811
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
-        state = tmp_path / "state"
-        state.mkdir()
-        cmdline = Path(f"/proc/{bystander.pid}/cmdline").read_bytes().split(b"\0")[:-1]
-        (state / "current.json").write_text(json.dumps({
-            "run_id": "old", "pid": bystander.pid, "starttime": 1, "host": "127.0.0.1", "port": 1,
-            "cmdline": [part.decode() for part in cmdline]}))
+        record_recycled_pid(tmp_path / "state", bystander.pid)
         sinks, port = MemorySinks(), free_port()
         controller = controllers(make_config(tmp_path, port), sinks=sinks)
         controller.begin("t", flags={"mem-fraction-static": 0.85})
