@@ -1,11 +1,17 @@
 """Columnar fast path for SGLang logs read whole (`kvwatch parse` to CSV or Parquet).
 
-A block of lines (an Arrow string array) is read in three ways at once: the batch lines that match
-a shape the stream's SglangParser has learnt (parsers.shapes) are extracted with one RE2 pass per
-shape and cast column-wise; access lines are counted; every other line goes through the parser
-itself, in order. The records are the ones the parser would give for the same lines (tests compare
-them), and the parser's health counts them. One exception keeps this exact: while the parser holds
-a traceback open, the rest of the block goes through the parser line by line.
+A block of lines (an Arrow string array) is read in three ways at once: the batch lines that fully
+match a shape the stream's SglangParser has learnt (parsers.shapes) become columns; access lines are
+counted; every other line goes through the parser itself, in order. The records are the ones the
+parser would give for the same lines (tests compare them), and the parser's health counts them. One
+exception keeps this exact: while the parser holds a traceback open, the rest of the block goes
+through the parser line by line.
+
+Why not RE2 captures: with more than four groups RE2 cannot use its one-pass engine and falls back
+to a backtracker, about 2.4 times the cost of a plain match. So each shape's regex only says which
+lines match (RE2's DFA), and the values are cut out of the lines by position: a matching line has
+exactly one `: ` before each value and fixed text between values (see `Shape`), so splitting the
+block at `: ` gives every value's start, and its end is the next piece's start less a known length.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from parsers.shapes import Shape
 _MARKERS = (("decode", "Decode batch"), ("prefill", "Prefill batch"))
 _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64()}
 _NEW_SHAPES_PER_BLOCK = 4
-Piece = tuple[pa.Array, pa.Table]  # (row positions in the block, their records)
+_TRAILING = np.frombuffer(b", .\r", np.uint8)  # what a shape's `[, .\r]*$` lets follow the last value
+Piece = tuple[np.ndarray, pa.Table]  # (row positions in the block, their records)
 
 
 def _tags(tag_texts: pa.Array) -> pa.Array:
@@ -35,32 +42,69 @@ def _tags(tag_texts: pa.Array) -> pa.Array:
     return pa.array(dicts).take(pc.index_in(tag_texts, uniques))
 
 
-def _shape_table(shape: Shape, groups: pa.StructArray, line_numbers: pa.Array) -> pa.Table:
-    header = groups.field("hdr")
-    columns: dict[str, pa.Array] = {
-        "kind": pa.repeat(shape.kind, len(groups)),
-        "line": line_numbers,
-        "ts": pc.utf8_replace_slice(pc.utf8_slice_codeunits(header, 0, shape.stamp_len), 10, 11, "T"),
-        "tags": _tags(pc.utf8_slice_codeunits(header, shape.stamp_len)),
-    }
-    for index, (name, kind) in enumerate(zip(shape.names, shape.types, strict=True)):
-        raw = groups.field(f"v{index}")
-        columns[name] = pc.equal(raw, "True") if kind == "bool" else raw.cast(_ARROW_TYPES[kind])
-    return pa.Table.from_pydict(columns)
+def _cut(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The byte ranges [starts, ends) of `data` copied one after the other: (offsets, bytes)."""
+    lengths = ends - starts
+    offsets = np.zeros(len(starts) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    index = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+    return offsets, data[index]
 
 
-def _access_rows(lines: pa.Array, rows: pa.Array) -> pa.Array:
-    """The rows the parser would count as access lines: `is_access_line` and no ` batch` to try first."""
-    for needle, wanted in ((' - "', True), (" HTTP/", True), (" batch", False)):
-        if len(rows) == 0:
-            break
-        found = pc.match_substring(lines.take(rows), needle)
-        rows = rows.filter(found if wanted else pc.invert(found))
-    return rows
+def _strings(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
+    buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
+    return pa.Array.from_buffers(pa.string(), len(offsets) - 1, buffers)
 
 
-def _strip_cr(text: str) -> str:
-    return text[:-1] if text.endswith("\r") else text
+def _offsets(array: pa.Array) -> np.ndarray:
+    """The offsets of a string or list array (StringArray has no `.offsets` of its own)."""
+    buffer = array.buffers()[1]
+    if buffer is None:
+        return np.zeros(len(array) + 1, np.int32)
+    return np.frombuffer(buffer, np.int32)[array.offset : array.offset + len(array) + 1]
+
+
+class _Split:
+    """A block split at every `: `: where each line's pieces start, as byte offsets of the pieces' text."""
+
+    def __init__(self, lines: pa.Array) -> None:
+        pieces = pc.split_pattern(lines, ": ")
+        self.first = _offsets(pieces)  # piece index of each line's first piece
+        text = pieces.values
+        self.starts = _offsets(text).astype(np.int64)
+        data = text.buffers()[2]
+        self.data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+
+    def table(self, shape: Shape, rows: np.ndarray, line_numbers: np.ndarray) -> pa.Table:
+        """The records of `rows`, lines that all fully match `shape`."""
+        piece = self.first[rows].astype(np.int64)
+        line_start = self.starts[piece] + 1  # after `[`
+        offsets, stamps = _cut(self.data, line_start, line_start + shape.stamp_len)
+        stamps.reshape(len(rows), shape.stamp_len)[:, 10] = ord("T")
+        tags_end = self.starts[piece + 1] - shape.head  # the first piece ends at the first `: `
+        columns: dict[str, pa.Array] = {
+            "kind": pa.repeat(shape.kind, len(rows)),
+            "line": pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(line_numbers)]),
+            "ts": _strings(offsets, stamps),
+            "tags": _tags(_strings(*_cut(self.data, line_start + shape.stamp_len, tags_end))),
+        }
+        last = len(shape.names) - 1
+        for index, (name, kind) in enumerate(zip(shape.names, shape.types, strict=True)):
+            starts = self.starts[piece + index + 1]
+            ends = self.starts[piece + index + 2]
+            ends = ends - shape.gaps[index] if index < last else self._trim(starts, ends)
+            raw = _strings(*_cut(self.data, starts, ends))
+            columns[name] = pc.equal(raw, "True") if kind == "bool" else raw.cast(_ARROW_TYPES[kind])
+        return pa.Table.from_pydict(columns)
+
+    def _trim(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Drop the separators that may follow a line's last value (a value never ends in one)."""
+        ends = ends.copy()
+        while True:
+            more = (ends > starts) & np.isin(self.data[np.maximum(ends - 1, 0)], _TRAILING)
+            if not more.any():
+                return ends
+            ends -= more
 
 
 class ColumnarSglang:
@@ -68,65 +112,72 @@ class ColumnarSglang:
 
     def __init__(self, parser: SglangParser, pool: Executor | None = None) -> None:
         self.parser = parser
-        self.pool = pool  # decode and prefill lines are extracted side by side when given
-
-    def _kind(self, kind: str, marker: str, lines: pa.Array, first: int) -> list[Piece]:
-        """One kind's pieces. Touches only that kind's shapes, so two kinds may run in two threads."""
-        pieces: list[Piece] = []
-        candidates = pc.indices_nonzero(pc.match_substring(lines, marker)).cast(pa.int64())
-        if len(candidates):
-            self._extract(kind, lines, candidates, first, pieces)
-        return pieces
+        self.pool = pool  # the shapes' regexes run side by side when given (Arrow releases the GIL)
 
     def block(self, first_line_no: int, lines: pa.Array) -> tuple[list[pa.Table], list[Record]]:
         """(tables of fast-path records, the parser's records) for lines numbered from first_line_no."""
         if self.parser._block is not None:
             return [], self._python(first_line_no, lines.to_pylist())
-        if self.pool is None:
-            found = [self._kind(kind, marker, lines, first_line_no) for kind, marker in _MARKERS]
-        else:
-            futures = [self.pool.submit(self._kind, kind, marker, lines, first_line_no) for kind, marker in _MARKERS]
-            found = [future.result() for future in futures]
-        pieces = [piece for kind_pieces in found for piece in kind_pieces]
-        positions = pa.array(np.arange(len(lines), dtype=np.int64))
-        taken_rows = [rows for rows, _ in pieces] or [pa.array([], pa.int64())]
-        taken = pc.is_in(positions, pa.concat_arrays(taken_rows))
-        open_rows = pc.indices_nonzero(pc.invert(taken)).cast(pa.int64())
-        access_rows = _access_rows(lines, open_rows)
-        rest = open_rows.filter(pc.invert(pc.is_in(open_rows, access_rows))).to_pylist()
-        records, cut = self._rest(first_line_no, lines, rest)
+        pieces: list[Piece] = []
+        taken = self._known(lines, first_line_no, pieces)
+        open_rows = np.flatnonzero(~taken)
+        open_lines = lines.take(pa.Array.from_buffers(pa.int64(), len(open_rows), [None, pa.py_buffer(open_rows)]))
+        learnt = self._learn(open_lines, open_rows, first_line_no, pieces)
+        if len(learnt):
+            keep = ~np.isin(np.arange(len(open_rows)), learnt)
+            open_rows, open_lines = open_rows[keep], open_lines.filter(pa.array(keep))
+        access = _access(open_lines)
+        access_rows = open_rows[access]
+        records, cut = self._rest(first_line_no, lines, open_rows[~access].tolist())
         if cut is not None:
-            pieces = [(rows, table.filter(pc.less(rows, cut))) for rows, table in pieces]
-            access_rows = access_rows.filter(pc.less(access_rows, cut))
+            pieces = [(rows[rows < cut], table.filter(pa.array(rows < cut))) for rows, table in pieces]
+            access_rows = access_rows[access_rows < cut]
         self._count(sum(len(table) for _, table in pieces), len(access_rows))
         return [table for _, table in pieces if len(table)], records
+
+    def _known(self, lines: pa.Array, first: int, pieces: list[Piece]) -> np.ndarray:
+        """Rows that match a shape already known, their records added to `pieces`."""
+        shapes = [shape for kind, _ in _MARKERS for shape in self.parser._shapes.shapes[kind]]
+        taken = np.zeros(len(lines), bool)
+        if not shapes:
+            return taken
+
+        same = [lines] * len(shapes)
+        masks = list(self.pool.map(_matches, shapes, same) if self.pool else map(_matches, shapes, same))
+        split: _Split | None = None
+        for shape, mask in zip(shapes, masks, strict=True):
+            rows = np.flatnonzero(mask & ~taken)
+            if len(rows):
+                split = split or _Split(lines)
+                taken[rows] = True
+                pieces.append((rows, split.table(shape, rows, rows + first)))
+        return taken
+
+    def _learn(self, lines: pa.Array, rows: np.ndarray, first: int, pieces: list[Piece]) -> np.ndarray:
+        """Learn shapes from batch lines that matched none and take the lines they match: their indices."""
+        taken = np.zeros(len(lines), bool)
+        if not len(lines):
+            return np.flatnonzero(taken)
+        shapes = self.parser._shapes
+        for kind, marker in _MARKERS:
+            candidates = pc.match_substring(lines, marker).to_numpy(zero_copy_only=False)
+            for _ in range(_NEW_SHAPES_PER_BLOCK):
+                left = np.flatnonzero(candidates & ~taken)
+                if not len(left):
+                    break
+                shape = shapes.learn(kind, _strip_cr(lines[int(left[0])].as_py()))
+                if shape is None:
+                    break  # an unlearnable line: the parser reads the rest of them
+                matched = np.flatnonzero(_matches(shape, lines) & ~taken)
+                taken[matched] = True
+                pieces.append((rows[matched], _Split(lines).table(shape, matched, rows[matched] + first)))
+        return np.flatnonzero(taken)
 
     def _count(self, fast_records: int, access_lines: int) -> None:
         health = self.parser.health
         health.lines += fast_records + access_lines
         health.records += fast_records
         health.access += access_lines
-
-    def _extract(self, kind: str, lines: pa.Array, rows: pa.Array, first: int, pieces: list[Piece]) -> None:
-        """Take the candidate rows that match a shape, learning new shapes from rows that match none."""
-        shapes = self.parser._shapes
-        learnt = 0
-        while len(rows):
-            subset = lines.take(rows)
-            for shape in shapes.shapes[kind]:
-                groups = pc.extract_regex(subset, shape.pattern)
-                valid = groups.is_valid()
-                if pc.any(valid).as_py():
-                    matched = rows.filter(valid)
-                    numbers = pc.add(matched, first)
-                    pieces.append((matched, _shape_table(shape, groups.filter(valid), numbers)))
-                    rows = rows.filter(pc.invert(valid))
-                    break
-            else:
-                learnable = learnt < _NEW_SHAPES_PER_BLOCK
-                if not learnable or shapes.learn(kind, _strip_cr(subset[0].as_py())) is None:
-                    return  # an unlearnable line: the parser reads the rest of them
-                learnt += 1
 
     def _rest(self, first: int, lines: pa.Array, rows: list[int]) -> tuple[list[Record], int | None]:
         """Feed the parser its lines; the row from which it took over the whole block, if it did."""
@@ -145,3 +196,25 @@ class ColumnarSglang:
         for offset, text in enumerate(texts):
             records += self.parser.feed(first + offset, _strip_cr(text))
         return records
+
+
+def _matches(shape: Shape, lines: pa.Array) -> np.ndarray:
+    """Which lines fully match `shape`: RE2's DFA, no captures."""
+    mask: np.ndarray = pc.match_substring_regex(lines, shape.pattern).to_numpy(zero_copy_only=False)
+    return mask
+
+
+def _access(lines: pa.Array) -> np.ndarray:
+    """Which lines the parser would count as access lines: `is_access_line` and no ` batch` to try first."""
+    found = np.ones(len(lines), bool)
+    for needle, wanted in ((' - "', True), (" HTTP/", True), (" batch", False)):
+        rows = np.flatnonzero(found)
+        if not len(rows):
+            break
+        hit = pc.match_substring(lines.take(rows), needle).to_numpy(zero_copy_only=False)
+        found[rows] = hit if wanted else ~hit
+    return found
+
+
+def _strip_cr(text: str) -> str:
+    return text[:-1] if text.endswith("\r") else text

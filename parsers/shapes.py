@@ -40,13 +40,21 @@ class Shape:
 
     `hdr` is `date time[.ms][ tags]`; the stamp is its first `stamp_len` characters (a shape has one
     millisecond width), the rank tags the rest. One group instead of three: captures cost per group.
+    For column-wise reading (parsers.columnar), a matching line split at its `: `s has one piece more
+    than it has values: `head` is the length of the text from the rank tags' `]` to the first `: `,
+    and value i (but the last) is followed by `gaps[i]` characters, `, ` and the next key.
     """
 
-    __slots__ = ("converters", "kind", "names", "pattern", "regex", "stamp_len", "types")
+    __slots__ = ("converters", "gaps", "head", "kind", "names", "pattern", "regex", "stamp_len", "types")
 
-    def __init__(self, kind: str, pattern: str, names: tuple[str, ...], types: tuple[str, ...], stamp_len: int):
+    def __init__(
+        self, kind: str, pattern: str, names: tuple[str, ...], types: tuple[str, ...], stamp_len: int,
+        keys: tuple[str, ...] = (), head: int = 0,
+    ):
         self.kind = kind
         self.stamp_len = stamp_len
+        self.head = head
+        self.gaps = tuple(len(", ") + len(key) for key in keys[1:])
         self.pattern = pattern
         self.regex = re.compile(pattern)
         self.names = names
@@ -89,6 +97,7 @@ def _shape_of(kind: str, text: str) -> Shape | None:
     pattern = ["^", rf"\[(?P<hdr>{stamp}(?: [A-Z][A-Z_]*[0-9]{{1,6}})*)\] ", escape(marker + separator)]
     names: list[str] = []
     types: list[str] = []
+    keys: list[str] = []
     for index, part in enumerate(core.split(", ")):
         key, found, raw = part.partition(": ")
         name = field_name(key) if found else ""
@@ -98,8 +107,11 @@ def _shape_of(kind: str, text: str) -> Shape | None:
         pattern.append(f"{', ' if index else ''}{escape(key + ': ')}(?P<v{index}>{value[0]})")
         names.append(name)
         types.append(value[1])
+        keys.append(key)
     pattern.append(r"[, .\r]*$")
-    return Shape(kind, "".join(pattern), tuple(names), tuple(types), 19 + (millis + 1 if millis else 0))
+    stamp_len = 19 + (millis + 1 if millis else 0)
+    head = len("] ") + len(marker + separator) + len(keys[0]) if keys else 0
+    return Shape(kind, "".join(pattern), tuple(names), tuple(types), stamp_len, tuple(keys), head)
 
 
 class BatchShapes:
