@@ -51,6 +51,32 @@ def _cut(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.nda
     return offsets, data[index]
 
 
+def _numbers(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, kind: str) -> pa.Array:
+    """The numbers written at the byte ranges [starts, ends) of `data`, parsed by Arrow's cast.
+
+    No copy of the text: a string array of 2n items over `data` whose odd items, the text between
+    two values, are null and so never parsed.
+    """
+    count = len(starts)
+    if count == 0:
+        return pa.array([], _ARROW_TYPES[kind])
+    offsets = np.empty(2 * count + 1, np.int32)
+    offsets[0:-1:2], offsets[1::2], offsets[-1] = starts, ends, ends[-1]
+    valid = np.full((2 * count + 7) // 8, 0x55, np.uint8)  # bits 0, 2, 4, ...: the values
+    buffers = [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
+    text = pa.Array.from_buffers(pa.string(), 2 * count, buffers)
+    parsed = text.cast(_ARROW_TYPES[kind])
+    width = parsed.type.byte_width
+    values = np.frombuffer(parsed.buffers()[1], np.uint8).reshape(-1, width)[0 : 2 * count : 2]
+    return pa.Array.from_buffers(parsed.type, count, [None, pa.py_buffer(np.ascontiguousarray(values))])
+
+
+def _booleans(data: np.ndarray, starts: np.ndarray) -> pa.Array:
+    """`True`/`False` at `starts` (a matching line has one of the two there)."""
+    bits = np.packbits(data[starts] == ord("T"), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(starts), [None, pa.py_buffer(bits)])
+
+
 def _strings(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
     buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
     return pa.Array.from_buffers(pa.string(), len(offsets) - 1, buffers)
@@ -93,8 +119,10 @@ class _Split:
             starts = self.starts[piece + index + 1]
             ends = self.starts[piece + index + 2]
             ends = ends - shape.gaps[index] if index < last else self._trim(starts, ends)
-            raw = _strings(*_cut(self.data, starts, ends))
-            columns[name] = pc.equal(raw, "True") if kind == "bool" else raw.cast(_ARROW_TYPES[kind])
+            if kind == "bool":
+                columns[name] = _booleans(self.data, starts)
+            else:
+                columns[name] = _numbers(self.data, starts, ends, kind)
         return pa.Table.from_pydict(columns)
 
     def _trim(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

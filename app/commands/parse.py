@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import struct
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
             raise KvwatchError(f"{path}: {problem}")
     if args.format == "parquet" and args.output is None:
         raise KvwatchError("--format parquet writes a binary file: give it -o OUT")
+    _pyarrow_without_pandas()
     try:
         _write(args)
     except BrokenPipeError:  # `kvwatch parse ... | head`: the reader left, nothing is wrong
@@ -64,11 +66,41 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pyarrow_without_pandas() -> None:
+    """Spare `kvwatch parse` the import of pandas (0.2 s of CPU, a tenth of a 1M-line parse).
+
+    pyarrow imports pandas on its first `pa.array` call, only to ask whether the value is a pandas
+    object; nothing here passes one. pyarrow keeps the first answer for such questions, so it is given
+    while pandas cannot be imported; anything that later converts to pandas imports it for real.
+    In a process that has already imported pandas (a test session, the web app) nothing changes.
+    """
+    if "pandas" in sys.modules:
+        return
+    sys.meta_path.insert(0, _NoPandas)
+    try:
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(_NoPandas)
+
+
+class _NoPandas:
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas":
+            raise ImportError("pandas is not imported by kvwatch parse")
+
+
 def read_blocks(path: Path, progress: Progress | None = None) -> Iterator[tuple[str, bool]]:
     """(text, ended): runs of whole lines joined by newlines, then a last line that has no newline yet.
 
     Invalid UTF-8 is replaced, never raised.
     """
+    for block, ended in read_raw_blocks(path, progress):
+        yield block.decode("utf-8", "replace"), ended
+
+
+def read_raw_blocks(path: Path, progress: Progress | None = None) -> Iterator[tuple[bytes, bool]]:
+    """`read_blocks` before decoding."""
     pending: list[bytes] = []
     with path.open("rb") as handle:
         while block := handle.read(BLOCK_BYTES):
@@ -79,11 +111,27 @@ def read_blocks(path: Path, progress: Progress | None = None) -> Iterator[tuple[
                 pending.append(block)  # a long line: join once it ends, not on every block
                 continue
             pending.append(block[:cut])
-            yield b"".join(pending).decode("utf-8", "replace"), True
+            yield b"".join(pending), True
             pending = [block[cut + 1 :]]
     tail = b"".join(pending)
     if tail:
-        yield tail.decode("utf-8", "replace"), False
+        yield tail, False
+
+
+def block_lines(block: bytes) -> pa.Array:
+    """The lines of a block as an Arrow string array; invalid UTF-8 replaced as `read_blocks` does."""
+    whole = _one_string(block)
+    try:
+        whole.validate(full=True)  # UTF-8 checked in C++: the decode below is for the rare bad block
+    except pa.ArrowInvalid:
+        whole = _one_string(block.decode("utf-8", "replace").encode())
+    return pc.split_pattern(whole, "\n").flatten()
+
+
+def _one_string(data: bytes) -> pa.Array:
+    # Over the bytes, no copy; pa.array() would also import pandas (0.2 s) to ask if it is a Series.
+    offsets = pa.py_buffer(struct.pack("<ii", 0, len(data)))
+    return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])
 
 
 def read_lines(path: Path) -> Iterator[tuple[str, bool]]:
@@ -103,11 +151,11 @@ def parse_file(
     """Chunks of records of one file. `fast`: SGLang logs take the columnar path (tables), on `pool`."""
     parser: LineParser = create_parser(source, file=str(path))
     line_no = 0
-    for text, ended in read_blocks(path, progress):
+    for block, ended in read_raw_blocks(path, progress):
         if not ended and "outputs" in (source, getattr(parser, "chosen", None)):
             break
         if fast:
-            lines = pc.split_pattern(pa.array([text], pa.string()), "\n").flatten()
+            lines = block_lines(block)
             records, fed = _until_chosen(parser, line_no, lines)
             line_no += fed
             columnar = _columnar(parser, pool)
@@ -119,7 +167,7 @@ def parse_file(
                 continue
             texts = lines.slice(fed).to_pylist()
         else:
-            records, texts = [], text.split("\n")
+            records, texts = [], block.decode("utf-8", "replace").split("\n")
         for line in texts:
             line_no += 1
             records += parser.feed(line_no, _strip_cr(line))
