@@ -150,11 +150,12 @@ class ColumnarSglang:
         taken = self._known(lines, first_line_no, pieces)
         open_rows = np.flatnonzero(~taken)
         open_lines = lines.take(pa.Array.from_buffers(pa.int64(), len(open_rows), [None, pa.py_buffer(open_rows)]))
-        learnt = self._learn(open_lines, open_rows, first_line_no, pieces)
+        batch = _has(open_lines, " batch")  # in both markers: one scan finds learning candidates
+        learnt = self._learn(open_lines, open_rows, batch, first_line_no, pieces)
         if len(learnt):
             keep = ~np.isin(np.arange(len(open_rows)), learnt)
-            open_rows, open_lines = open_rows[keep], open_lines.filter(pa.array(keep))
-        access = _access(open_lines)
+            open_rows, open_lines, batch = open_rows[keep], open_lines.filter(pa.array(keep)), batch[keep]
+        access = _access(open_lines, batch)
         access_rows = open_rows[access]
         records, cut = self._rest(first_line_no, lines, open_rows[~access].tolist())
         if cut is not None:
@@ -181,14 +182,22 @@ class ColumnarSglang:
                 pieces.append((rows, split.table(shape, rows, rows + first)))
         return taken
 
-    def _learn(self, lines: pa.Array, rows: np.ndarray, first: int, pieces: list[Piece]) -> np.ndarray:
-        """Learn shapes from batch lines that matched none and take the lines they match: their indices."""
+    def _learn(
+        self, lines: pa.Array, rows: np.ndarray, batch: np.ndarray, first: int, pieces: list[Piece]
+    ) -> np.ndarray:
+        """Learn shapes from batch lines that matched none and take the lines they match: their indices.
+
+        `batch`: which of `lines` hold ` batch`.
+        """
         taken = np.zeros(len(lines), bool)
-        if not len(lines):
-            return np.flatnonzero(taken)
+        with_batch = np.flatnonzero(batch)
+        if not len(with_batch):
+            return with_batch
         shapes = self.parser._shapes
+        split: _Split | None = None
         for kind, marker in _MARKERS:
-            candidates = pc.match_substring(lines, marker).to_numpy(zero_copy_only=False)
+            candidates = np.zeros(len(lines), bool)
+            candidates[with_batch] = _has(lines.take(with_batch), marker)
             for _ in range(_NEW_SHAPES_PER_BLOCK):
                 left = np.flatnonzero(candidates & ~taken)
                 if not len(left):
@@ -198,7 +207,8 @@ class ColumnarSglang:
                     break  # an unlearnable line: the parser reads the rest of them
                 matched = np.flatnonzero(_matches(shape, lines) & ~taken)
                 taken[matched] = True
-                pieces.append((rows[matched], _Split(lines).table(shape, matched, rows[matched] + first)))
+                split = split or _Split(lines)
+                pieces.append((rows[matched], split.table(shape, matched, rows[matched] + first)))
         return np.flatnonzero(taken)
 
     def _count(self, fast_records: int, access_lines: int) -> None:
@@ -232,15 +242,19 @@ def _matches(shape: Shape, lines: pa.Array) -> np.ndarray:
     return mask
 
 
-def _access(lines: pa.Array) -> np.ndarray:
+def _has(lines: pa.Array, needle: str) -> np.ndarray:
+    found: np.ndarray = pc.match_substring(lines, needle).to_numpy(zero_copy_only=False)
+    return found
+
+
+def _access(lines: pa.Array, batch: np.ndarray) -> np.ndarray:
     """Which lines the parser would count as access lines: `is_access_line` and no ` batch` to try first."""
-    found = np.ones(len(lines), bool)
-    for needle, wanted in ((' - "', True), (" HTTP/", True), (" batch", False)):
+    found = ~batch
+    for needle in (' - "', " HTTP/"):
         rows = np.flatnonzero(found)
         if not len(rows):
             break
-        hit = pc.match_substring(lines.take(rows), needle).to_numpy(zero_copy_only=False)
-        found[rows] = hit if wanted else ~hit
+        found[rows] = _has(lines.take(rows), needle)
     return found
 
 
