@@ -151,15 +151,17 @@ def test_batch_fields_round_trip(
 
 LINES = st.one_of(
     st.builds(
-        lambda kind, pairs, tags, trailer: (
-            f"[2026-02-24 12:49:1{len(pairs) % 10}{_tag_text(tags)}] {kind} batch, "
+        lambda kind, pairs, tags, trailer, millis, separator: (
+            f"[2026-02-24 12:49:1{len(pairs) % 10}{millis}{_tag_text(tags)}] {kind} batch{separator}"
             + ", ".join(f"{k}: {_render(v)}" for k, v in pairs.items())
             + trailer
         ),
         st.sampled_from(["Decode", "Prefill"]),
         st.dictionaries(KEYS, VALUES, min_size=1, max_size=5),
         TAGS,
-        st.sampled_from(["", ", ", "\r"]),
+        st.sampled_from(["", ", ", "\r", ",", ".", ", \r", ", , ", ". "]),
+        st.sampled_from(["", ".5", ".123", ".123456"]),
+        st.sampled_from([", ", ", ", ". ", ",", "."]),
     ),
     st.just('[2026-02-24 12:49:14] INFO:     127.0.0.1:1 - "POST /generate HTTP/1.1" 200 OK'),
     st.just("[2026-02-24 12:49:15 TP0] Scheduler hit an exception: Traceback (most recent call last):"),
