@@ -28,6 +28,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from app.errors import KvwatchError
+from app.lean_pyarrow import pyarrow_without_pandas
 from app.progress import Progress
 from parsers import SOURCES, LineParser, Record, create_parser
 from parsers.auto import AutoParser
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             raise KvwatchError(f"{path}: {problem}")
     if args.format == "parquet" and args.output is None:
         raise KvwatchError("--format parquet writes a binary file: give it -o OUT")
-    _pyarrow_without_pandas()
+    pyarrow_without_pandas()
     try:
         _write(args)
     except BrokenPipeError:  # `kvwatch parse ... | head`: the reader left, nothing is wrong
@@ -64,30 +65,6 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise KvwatchError(f"{exc.filename or args.output}: {exc.strerror or exc}") from exc
     return 0
-
-
-def _pyarrow_without_pandas() -> None:
-    """Spare `kvwatch parse` the import of pandas (0.2 s of CPU, a tenth of a 1M-line parse).
-
-    pyarrow imports pandas on its first `pa.array` call, only to ask whether the value is a pandas
-    object; nothing here passes one. pyarrow keeps the first answer for such questions, so it is given
-    while pandas cannot be imported; anything that later converts to pandas imports it for real.
-    In a process that has already imported pandas (a test session, the web app) nothing changes.
-    """
-    if "pandas" in sys.modules:
-        return
-    sys.meta_path.insert(0, _NoPandas)
-    try:
-        pa.array([0])
-    finally:
-        sys.meta_path.remove(_NoPandas)
-
-
-class _NoPandas:
-    @staticmethod
-    def find_spec(name: str, path: object = None, target: object = None) -> None:
-        if name == "pandas":
-            raise ImportError("pandas is not imported by kvwatch parse")
 
 
 def read_blocks(path: Path, progress: Progress | None = None) -> Iterator[tuple[str, bool]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -12,6 +14,7 @@ import pytest
 from app.cli import main
 
 CASES = Path(__file__).parent / "cases"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -115,3 +118,25 @@ def test_summary_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[st
     log.write_text('[2026-01-01 00:00:00] INFO:     1.2.3.4:5 - "GET / HTTP/1.1" 200 OK\n')
     assert main(["parse", str(log)]) == 0
     assert "1 lines, 0 records, 0 unparsed, 1 access" in capsys.readouterr().err
+
+
+PANDAS_AFTER_PARSE = """
+import sys
+from app.cli import main
+main(["parse", "-q", "--format", "parquet", "-o", sys.argv[2], sys.argv[1]])
+print("pandas" in sys.modules)
+import pandas as pd
+import pyarrow as pa
+series = pd.Series(["a", None])
+print(pa.array(series).type, pa.Table.from_pandas(pd.DataFrame({"t": pd.to_datetime(["2026-01-01"])})).schema.types)
+"""
+
+
+def test_parse_does_not_import_pandas_and_pandas_still_converts_after(server_log: Path, tmp_path: Path) -> None:
+    script = PANDAS_AFTER_PARSE
+    run = [sys.executable, "-c", script, str(server_log), str(tmp_path / "out.parquet")]
+    parsed = subprocess.run(run, capture_output=True, text=True, check=True, cwd=ROOT).stdout.splitlines()
+    plain = [sys.executable, "-c", script.replace("main([", "([")]  # the same, without kvwatch parse first
+    reference = subprocess.run([*plain, "x", "y"], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert parsed[0] == "False"
+    assert parsed[1:] == reference.stdout.splitlines()[1:]
