@@ -38,7 +38,7 @@ class CatchupHost(Protocol):
 
     def stat(self, path: str) -> FileStat: ...
 
-    def open_stream(self, argv: list[str], pty: bool = False) -> ExecStream: ...
+    def open_stream(self, argv: list[str], pty: bool = False, bulk: bool = False) -> ExecStream: ...
 
     def run(self, argv: list[str], timeout: float = 30.0, stdin: bytes = b"") -> CommandResult: ...
 
@@ -116,9 +116,9 @@ class Catchup:
         st = self.host.stat(path)  # raises SourceMissing
         kind, budget = self.choice.choose(st.size - offset, self.host)
         if kind == "gzip":
-            stream: ByteStream = GzipStream(self.host.open_stream(gzip_argv(path, offset)))
+            stream: ByteStream = GzipStream(self.host.open_stream(gzip_argv(path, offset), bulk=True))
         else:
-            stream = self.host.open_stream(plain_argv(path, offset))
+            stream = self.host.open_stream(plain_argv(path, offset), bulk=True)
         self._cursor = ReadCursor(stream, path, offset, st.inode, self.timeout, mode=kind, budget=budget)
         return self._cursor
 
