@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from collectors.base import CommandResult, FileStat
@@ -31,6 +32,7 @@ COMPRESS_MIN = 32 << 20  # remaining bytes from which gzip is considered
 PROBE = 32 << 20  # file bytes read to time a stream kind
 RUN = 1 << 30  # file bytes streamed with the winner before the loser is timed again
 MIN_SAMPLE = 4 << 20  # a cursor that delivered less says nothing about throughput
+CHECK_BYTES = 256  # end of each delivered chunk compared with the file as it is now
 
 
 class CatchupHost(Protocol):
@@ -38,9 +40,19 @@ class CatchupHost(Protocol):
 
     def stat(self, path: str) -> FileStat: ...
 
+    def read(self, path: str, offset: int, length: int) -> bytes: ...
+
     def open_stream(self, argv: list[str], pty: bool = False, bulk: bool = False) -> ExecStream: ...
 
     def run(self, argv: list[str], timeout: float = 30.0, stdin: bytes = b"") -> CommandResult: ...
+
+
+@dataclass
+class CatchupStats:
+    plain_bytes: int = 0  # file bytes delivered by plain streams
+    gzip_bytes: int = 0  # file bytes delivered by gzip streams
+    gzip_wire_bytes: int = 0  # what those cost on the wire
+    fallbacks: int = 0  # gzip streams that failed and were re-read plain
 
 
 class StreamChoice:
@@ -52,8 +64,11 @@ class StreamChoice:
         self.rates: dict[str, float] = {}  # kind -> file bytes per second while streaming
 
     def choose(self, remaining: int, host: CatchupHost) -> tuple[str, int | None]:
-        """(kind, budget): the stream to open and how many bytes it may deliver (None: to the end)."""
-        if self.compression == "off" or remaining < COMPRESS_MIN or not self._has_gzip(host):
+        """(kind, budget): the stream to open and how many bytes it may deliver (None: to the end).
+        `gzip` compresses every streaming read whatever is left (tests, benchmarks)."""
+        if self.compression == "off" or (self.compression == "auto" and remaining < COMPRESS_MIN):
+            return "plain", None
+        if not self._has_gzip(host):
             return "plain", None
         if self.compression == "gzip":
             return "gzip", None
@@ -82,6 +97,7 @@ class Catchup:
         self.host = host
         self.timeout = timeout
         self.choice = StreamChoice(compression)
+        self.stats = CatchupStats()
         self._cursor: ReadCursor | None = None
         self._lock = threading.Lock()
 
@@ -97,15 +113,27 @@ class Catchup:
                 # this range is read again plain, and gzip stays off on this connection
                 log.warning("%s; reading plain from now on", exc)
                 self.choice.gzip_ok = False
+                self.stats.fallbacks += 1
                 cursor = self._reopen(path, offset)
                 data = self._read(cursor, offset, length)
-            if cursor.eof or cursor.spent:
+            if not self._current(path, offset, data):
+                self._drop()  # read ahead before an in-place rewrite: read this range afresh
+                data = self._read(self._reopen(path, offset), offset, length)
+            if self._cursor is not None and (self._cursor.eof or self._cursor.spent):
                 self._drop()
             return data
 
     def close(self) -> None:
         with self._lock:
             self._drop()
+
+    def _current(self, path: str, offset: int, data: bytes) -> bool:
+        """Does the file still hold the end of `data`? A stream runs megabytes ahead of what it
+        hands out (pipes, the SSH window; x6 through gzip), so bytes served from it may predate a
+        truncate-and-rewrite of the same inode; the tail's own look-back check would be answered
+        from those same stale bytes. One small SFTP read per chunk settles it."""
+        k = min(len(data), CHECK_BYTES)
+        return k == 0 or self.host.read(path, offset + len(data) - k, k) == data[-k:]
 
     def _read(self, cursor: ReadCursor, offset: int, length: int) -> bytes:
         with map_ssh_errors(f"{self.host.name}:{cursor.path}"):
@@ -123,7 +151,13 @@ class Catchup:
         return self._cursor
 
     def _drop(self) -> None:
-        if self._cursor is not None:
-            self.choice.record(self._cursor)
-            self._cursor.close()
-            self._cursor = None
+        cursor, self._cursor = self._cursor, None
+        if cursor is None:
+            return
+        self.choice.record(cursor)
+        if isinstance(cursor.stream, GzipStream):
+            self.stats.gzip_bytes += cursor.delivered
+            self.stats.gzip_wire_bytes += cursor.stream.wire_bytes
+        else:
+            self.stats.plain_bytes += cursor.delivered
+        cursor.close()
