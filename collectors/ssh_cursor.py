@@ -8,6 +8,7 @@ per catch-up reads at exec speed; the tail consumes it chunk by chunk.
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import Protocol
 
 from collectors.base import StreamClosed
@@ -40,7 +41,7 @@ class ReadCursor:
         self.delivered = 0
         self.busy = 0.0
         self._behind = b""  # the last bytes before pos
-        self._ahead = bytearray()  # received, not yet handed out
+        self._ahead: deque[bytes] = deque()  # received, not yet handed out
 
     @property
     def spent(self) -> bool:
@@ -50,24 +51,38 @@ class ReadCursor:
         return not self.eof and path == self.path and self.pos - len(self._behind) <= offset <= self.pos
 
     def read(self, offset: int, length: int) -> bytes:
-        out = bytearray(self._behind[len(self._behind) - (self.pos - offset) :] if offset < self.pos else b"")
-        want = length - len(out)
+        back = self._behind[len(self._behind) - (self.pos - offset) :] if offset < self.pos else b""
+        want = length - len(back)
+        parts, got = [back], 0
         started = time.perf_counter()
-        while len(self._ahead) < want and not self.eof:
-            chunk = self.stream.read(self.timeout)
-            if chunk is None:
-                raise StreamClosed(f"{self.stream.what}: catch-up read stalled for {self.timeout:g} s")
-            if not chunk:
-                self.eof = True
-            self._ahead += chunk
+        while got < want:
+            if not self._ahead and not self._receive():
+                break
+            chunk = self._ahead.popleft()
+            if len(chunk) > want - got:  # split the last chunk only: one copy of the whole read
+                self._ahead.appendleft(chunk[want - got :])
+                chunk = chunk[: want - got]
+            parts.append(chunk)
+            got += len(chunk)
         self.busy += time.perf_counter() - started
-        take = bytes(self._ahead[:want])
-        del self._ahead[:want]
-        out += take
-        self.pos += len(take)
-        self.delivered += len(take)
-        self._behind = (self._behind + take)[-KEEP:]
-        return bytes(out)
+        out = b"".join(parts)
+        self.pos += got
+        self.delivered += got
+        self._behind = (self._behind + out[max(len(back), len(out) - KEEP) :])[-KEEP:]
+        return out
+
+    def _receive(self) -> bool:
+        """Wait for the next bytes of the stream; False at its end."""
+        if self.eof:
+            return False
+        chunk = self.stream.read(self.timeout)
+        if chunk is None:
+            raise StreamClosed(f"{self.stream.what}: catch-up read stalled for {self.timeout:g} s")
+        if not chunk:
+            self.eof = True
+            return False
+        self._ahead.append(chunk)
+        return True
 
     def close(self) -> None:
         self.stream.close()
