@@ -14,6 +14,10 @@ import paramiko
 from collectors.base import CommandResult, StreamClosed
 
 RECV_CHUNK = 1 << 20
+# bulk streams (catch-up): bigger SSH packets cost less Python per byte, and a bigger window lets
+# the host run ahead while the tail splits lines (bounded: 4 MiB buffered per connection at most)
+BULK_WINDOW = 4 << 20
+BULK_PACKET = 256 << 10
 _TICK = 0.05
 
 
@@ -24,8 +28,12 @@ def quote_argv(argv: list[str]) -> str:
     return " ".join(shlex.quote(arg) for arg in argv)
 
 
-def open_exec(transport: paramiko.Transport, command: str, timeout: float, pty: bool = False) -> paramiko.Channel:
-    chan = transport.open_session(timeout=timeout)
+def open_exec(transport: paramiko.Transport, command: str, timeout: float, pty: bool = False,
+              bulk: bool = False) -> paramiko.Channel:
+    if bulk:
+        chan = transport.open_session(window_size=BULK_WINDOW, max_packet_size=BULK_PACKET, timeout=timeout)
+    else:
+        chan = transport.open_session(timeout=timeout)
     chan.settimeout(timeout)
     if pty:
         chan.get_pty(term="dumb", width=200, height=24)
