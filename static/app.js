@@ -4,9 +4,9 @@ import { createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, 
 import { eventMarkers, runMarkers } from "./markers.js";
 import { showHostPanels } from "./hostpanels.js";
 import { PANELS, tracesFor } from "./panels.js";
+import { plotlyReady } from "./plotly.js";
 import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 
-performance.mark("kvwatch-start");  // plotly.js (a classic script before this module) is parsed by now
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
                 notified: new Set(), extent: [Infinity, -Infinity], loading: null };
@@ -110,7 +110,8 @@ async function loadHost(host) {
   history.replaceState(null, "", `#host=${encodeURIComponent(host)}`);
   updateLiveBadge();
   showHostPanels(host);
-  const [series, markers] = await Promise.all([fetchCharts(null), fetchMarkers(), refreshHosts()]);
+  // The history is fetched while plotly.js may still be compiling; drawing waits for both.
+  const [series, markers] = await Promise.all([fetchCharts(null), fetchMarkers(), refreshHosts(), plotlyReady]);
   const range = Number.isFinite(state.extent[0]) ? [...state.extent] : null;
   state.applied = range;
   PANELS.forEach((panel, i) => {
