@@ -3,7 +3,8 @@
 `dashboard_page.py` times one version; on this shared machine the load changes between two runs
 of it, so a before/after ratio from two runs is noise. Here each variant is the same app and store
 with the page files (`static/`) and the plotly.js answer swapped, and every round loads each
-variant once, in turn, in a fresh browser context (`--warm`: one context per variant, reloaded).
+variant once, in turn, in a fresh browser context (`--warm`: one browser profile per variant,
+reopened).
 Variants: `before` = `--before-static DIR` (e.g. a worktree of main) with plotly's file as is;
 `after` = this checkout's app; `after-nohint` = this checkout's page without the compile hint.
 Usage: python bench/dashboard_page_ab.py --before-static ../main/static [--rounds 5] [--warm]
@@ -30,7 +31,7 @@ from app.main import create_app
 from app.services import Services
 from app.store import open_store
 from app.vendor import PLOTLY_JS
-from bench.dashboard_page import DAY, HOST, METRICS, fill
+from bench.dashboard_page import DAY, HOST, METRICS, VIEWPORT, fill
 from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, RunningServer, start_uvicorn
 
 MARKS = "['kvwatch-start', 'kvwatch-charts-drawn'].map(n => performance.getEntriesByName(n)[0].startTime)"
@@ -80,6 +81,16 @@ def load(context: Any, variant: Variant) -> None:
     page.close()
 
 
+def warm_profile(playwright: Any, variant: Variant) -> Any:
+    """A browser profile on disk (incognito contexts keep no V8 code cache) that has loaded the page twice:
+    the first load fills the HTTP cache, the second writes plotly.js's code cache."""
+    context = playwright.chromium.launch_persistent_context(
+        tempfile.mkdtemp(prefix="kvwatch-profile-"), executable_path=CHROMIUM, args=CHROMIUM_ARGS, viewport=VIEWPORT)
+    for _ in range(2):
+        load(context, Variant("warm-up", variant.server))
+    return context
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--before-static", type=Path, required=True)
@@ -100,17 +111,15 @@ def main() -> None:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            new_context = lambda: browser.new_context(viewport={"width": 1600, "height": 1000})  # noqa: E731
-            warm = {v.name: new_context() for v in variants} if args.warm else {}
-            for variant in variants if args.warm else ():
-                for _ in range(2):  # Chromium writes a script's code cache on its second load
-                    load(warm[variant.name], Variant("warm-up", variant.server))
+            warm = {v.name: warm_profile(playwright, v) for v in variants} if args.warm else {}
             for _ in range(args.rounds):
                 for variant in variants:
-                    context = warm.get(variant.name) or new_context()
+                    context = warm.get(variant.name) or browser.new_context(viewport=VIEWPORT)
                     load(context, variant)
                     if not args.warm:
                         context.close()
+            for context in warm.values():
+                context.close()
             browser.close()
     finally:
         for variant in variants:

@@ -111,7 +111,8 @@ async function loadHost(host) {
   updateLiveBadge();
   showHostPanels(host);
   // The history is fetched while plotly.js may still be compiling; drawing waits for both.
-  const [series, markers] = await Promise.all([fetchCharts(null), fetchMarkers(), refreshHosts(), plotlyReady]);
+  const [series, markers] = await Promise.all([fetchCharts(null), fetchMarkers(), refreshHosts()]);
+  await plotlyReady;
   const range = Number.isFinite(state.extent[0]) ? [...state.extent] : null;
   state.applied = range;
   PANELS.forEach((panel, i) => {
@@ -235,6 +236,7 @@ function setupTheme() {
 
 async function main() {
   setupTheme();
+  const alerts = refreshAlerts();  // the banner does not wait for plotly.js or the charts
   const picker = $("host-picker");
   state.hosts = await fetchHosts();
   for (const host of state.hosts) picker.add(new Option(host.name, host.name));
@@ -245,15 +247,20 @@ async function main() {
   const wanted = new URLSearchParams(location.hash.slice(1)).get("host");
   const first = state.hosts.find((h) => h.name === wanted) || state.hosts[0];
   if (first) await loadHost(first.name);
-  await refreshAlerts();
+  await alerts;
   openStream({
     sample: onSample, host: onHostEvent, event: throttledMarkers, run: throttledMarkers, alert: refreshAlerts,
   }, (streamState) => {
     $("stream-state").textContent = streamState;
     $("stream-state").className = `badge stream-${streamState}`;
   });
+  refreshAlerts();  // once more now the stream is open: an alert may have changed while the page loaded
   setInterval(() => tickFreshness($("sources")), 1000);
   window.kvwatchReady = true;
 }
 
-main();
+// A page that cannot draw says why (plotly.js missing, API down) instead of staying blank.
+main().catch((error) => {
+  $("host-error").textContent = `kvwatch: ${error.message}`;
+  throw error;
+});
