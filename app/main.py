@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from importlib.resources import files
 from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from app import vendor
 from app.alerts import start_alerting
 from app.api import ROUTERS
 from app.api.limits import BodyLimit, Limits, MutationRateLimit
@@ -27,7 +27,6 @@ def api_token(config: Config) -> str | None:
 
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
-PLOTLY_DIR = Path(str(files("plotly") / "package_data"))
 
 
 def create_app(services: Services, *, manage_collectors: bool = True, limits: Limits | None = None) -> FastAPI:
@@ -58,7 +57,7 @@ def create_app(services: Services, *, manage_collectors: bool = True, limits: Li
         app.include_router(router)
     document_errors(app)
     # plotly.js comes from the installed plotly package: the page never needs a CDN.
-    app.mount("/vendor", StaticFiles(directory=PLOTLY_DIR), name="vendor")
+    app.include_router(vendor.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/", include_in_schema=False)

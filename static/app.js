@@ -4,9 +4,9 @@ import { createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, 
 import { eventMarkers, runMarkers } from "./markers.js";
 import { showHostPanels } from "./hostpanels.js";
 import { PANELS, tracesFor } from "./panels.js";
+import { plotlyReady } from "./plotly.js";
 import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 
-performance.mark("kvwatch-start");  // plotly.js (a classic script before this module) is parsed by now
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
                 notified: new Set(), extent: [Infinity, -Infinity], loading: null };
@@ -110,7 +110,9 @@ async function loadHost(host) {
   history.replaceState(null, "", `#host=${encodeURIComponent(host)}`);
   updateLiveBadge();
   showHostPanels(host);
+  // The history is fetched while plotly.js may still be compiling; drawing waits for both.
   const [series, markers] = await Promise.all([fetchCharts(null), fetchMarkers(), refreshHosts()]);
+  await plotlyReady;
   const range = Number.isFinite(state.extent[0]) ? [...state.extent] : null;
   state.applied = range;
   PANELS.forEach((panel, i) => {
@@ -234,6 +236,7 @@ function setupTheme() {
 
 async function main() {
   setupTheme();
+  const alerts = refreshAlerts();  // the banner does not wait for plotly.js or the charts
   const picker = $("host-picker");
   state.hosts = await fetchHosts();
   for (const host of state.hosts) picker.add(new Option(host.name, host.name));
@@ -244,15 +247,20 @@ async function main() {
   const wanted = new URLSearchParams(location.hash.slice(1)).get("host");
   const first = state.hosts.find((h) => h.name === wanted) || state.hosts[0];
   if (first) await loadHost(first.name);
-  await refreshAlerts();
+  await alerts;
   openStream({
     sample: onSample, host: onHostEvent, event: throttledMarkers, run: throttledMarkers, alert: refreshAlerts,
   }, (streamState) => {
     $("stream-state").textContent = streamState;
     $("stream-state").className = `badge stream-${streamState}`;
   });
+  refreshAlerts();  // once more now the stream is open: an alert may have changed while the page loaded
   setInterval(() => tickFreshness($("sources")), 1000);
   window.kvwatchReady = true;
 }
 
-main();
+// A page that cannot draw says why (plotly.js missing, API down) instead of staying blank.
+main().catch((error) => {
+  $("host-error").textContent = `kvwatch: ${error.message}`;
+  throw error;
+});

@@ -84,7 +84,7 @@ async function refresh(root) {
   renderTable(root.querySelector("#cmp-table"), body);
   renderFlagDiff(root.querySelector("#cmp-flags"), body);
   renderWindows(root, body);
-  drawOverlay(root.querySelector("#cmp-overlay"), body.overlay, body.runs);
+  await drawOverlay(root.querySelector("#cmp-overlay"), body.overlay, body.runs);
   root.dataset.loaded = String(Number(root.dataset.loaded || 0) + 1);
 }
 

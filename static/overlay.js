@@ -1,11 +1,14 @@
 // The compare view's overlay chart: each metric of each run on one axis of seconds after its zero
 // (its start, or its steady window's start), the steady window shaded per run.
 
+import { plotlyReady } from "./plotly.js";
+
 const COLORS = ["#1f6feb", "#d97706", "#2e8b57", "#c0392b", "#7c3aed", "#0891b2"];
 const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 
-export function drawOverlay(element, overlay, runs) {
+export async function drawOverlay(element, overlay, runs) {
   if (!overlay) return;
+  const Plotly = await plotlyReady;
   const metrics = Object.keys(overlay.series);
   const traces = [];
   const shapes = [];
