@@ -168,8 +168,10 @@ class HostCollector:
         stats = _stat_many(transport, [f.tail.path for f in self.files.values()])
         for followed in list(self.files.values()):
             stat: FileStat | Unknown | None = stats.get(followed.tail.path, UNKNOWN)
-            while self._poll_once(followed, stat):
-                stat = UNKNOWN  # a long file takes several reads; the batched stat was for the first
+            # Again only while the tail is behind (a long file takes several reads): another poll
+            # after it caught up would be one more stat round trip per file and wake-up, for nothing.
+            while self._poll_once(followed, stat) and followed.tail.behind:
+                stat = UNKNOWN  # the batched stat was for the first read
 
     def _poll_once(self, followed: FollowedFile, stat: FileStat | Unknown | None) -> bool:
         lines = followed.tail.poll(stat)
