@@ -1,155 +1,162 @@
-"""Many hosts from one process: N HostFollowers (own SSH connection each) to one real sshd, each
-following a server log, an output file and the GPU loop (a fake nvidia-smi: no GPU here).
+"""Many hosts from one process: N collectors (own SSH connection each) to one real sshd, each
+following a server log, an output-file glob and the GPU loop (a fake nvidia-smi: no GPU here).
 
-usage: PYTHONPATH=. python bench/collect_fleet.py [HOSTS] [SECONDS]
-Reports kvwatch's CPU (% of one core, per host), RSS, and append-to-receipt p50/p95 for the
-server-log lines; the sshd side (all sessions and their tail/nvidia-smi children) is reported
-separately because on a real fleet it runs on the GPU hosts, not here.
+usage: PYTHONPATH=. python bench/collect_fleet.py [HOSTS] [SECONDS] [both|follower|app]
+`follower` = collectors.host.HostFollower with a sink that keeps nothing (arrival = delivered);
+`app` = app.pipeline.collector.HostCollector as `kvwatch serve` runs it, all hosts into one SQLite
+store (arrival = the commit returned). `both` (default) runs each in its own process, back to back,
+so RSS and CPU are each collector's own. Reports kvwatch's CPU (% of one core, per host), RSS, and
+append-to-arrival p50/p95 for the server-log lines; the sshd side (all sessions and their
+tail/nvidia-smi children) is reported separately because on a real fleet it runs on the GPU hosts.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any, Protocol
 
+from bench._collect import (
+    StampSink,
+    WriteStamps,
+    app_collector,
+    app_store,
+    install_fake_nvidia_smi,
+    status_kb,
+    tree_cpu,
+)
 from bench._sshd import pct, throwaway_sshd
-from collectors.base import Line
 from collectors.host import HostFollower, HostOptions, SourceSpec
 from collectors.ssh import SshTransport
-from collectors.tail_state import TailState
+from tests.fixtures.sshd import Sshd
 
-FAKE_NVIDIA_SMI = """#!/bin/sh
-i=0
-while :; do
-  for g in 0 1 2 3 4 5 6 7; do
-    printf '2026/12/02 14:53:%02d.174, %d, 97, 39287, 81559, 687.74, 61\\n' $((i % 60)) $g
-  done
-  i=$((i + 1)); sleep 1
-done
-"""
+OUTPUT_LINE = ('{"text": "' + "y" * 2000 + '"}\n').encode()
 
 
-class FleetSink:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.latencies: list[float] = []
-        self.counts: dict[str, int] = {}
-        self.by_host: dict[str, list[float]] = {}
+class Collector(Protocol):
+    health: Any
 
-    def load_state(self, host: str, kind: str, path: str) -> TailState | None:
-        return None
-
-    def deliver(self, host: str, kind: str, path: str, lines: list[Line], state: TailState | None) -> None:
-        now = time.monotonic()
-        with self.lock:
-            self.counts[kind] = self.counts.get(kind, 0) + len(lines)
-            if kind == "server_log":
-                lat = [now - float(line.text.split()[1]) for line in lines]
-                self.latencies.extend(lat)
-                self.by_host.setdefault(host, []).extend(lat)
+    def stop(self, timeout: float = ...) -> None: ...
 
 
-def proc_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def tree_cpu(root: int) -> float:
-    """CPU of root's descendants, alive ones (enough for a steady-state window)."""
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        try:
-            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-            total += proc_cpu(pid) if pid != root else 0.0
-        except OSError:
-            continue
-        todo.extend(int(k) for k in kids)
-    return total
-
-
-def status_kb(key: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key):
-            return int(line.split()[1])
-    return 0
-
-
-def writer(dirs: list[Path], stop: threading.Event) -> None:
+def writer(dirs: list[Path], stamps: WriteStamps, stop: threading.Event) -> None:
     tick = 0
-    payload = '{"text": "' + "y" * 2000 + '"}'
     while not stop.is_set():
-        for d in dirs:
-            with open(d / "server.log", "a") as handle:
-                handle.write(f"{tick:08d} {time.monotonic():.6f} Decode batch. #running-req: 233\n")
-            if tick % 2 == 0:
-                with open(d / "out" / "raw_responses.jsonl", "a") as handle:
-                    handle.write(payload + "\n")
         tick += 1
+        for d in dirs:
+            stamps.append(d / "server.log", tick)
+            if tick % 2 == 0:
+                with open(d / "out" / "raw_responses.jsonl", "ab") as handle:
+                    handle.write(OUTPUT_LINE)
         stop.wait(0.5)
+
+
+def host_dirs(server: Sshd, hosts: int) -> list[Path]:
+    dirs = []
+    for i in range(hosts):
+        d = server.dir / f"host{i}"
+        (d / "out").mkdir(parents=True)
+        (d / "server.log").touch()
+        (d / "out" / "raw_responses.jsonl").touch()
+        dirs.append(d)
+    return dirs
+
+
+def start_followers(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tuple[list[Collector], Any]:
+    sink, target = StampSink(stamps), server.target()
+    followers: list[Collector] = []
+    for i, d in enumerate(dirs):
+        sources = [SourceSpec("server_log", str(d / "server.log")),
+                   SourceSpec("outputs", str(d / "*" / "raw_responses.jsonl"))]
+        followers.append(HostFollower(f"h{i}", lambda: SshTransport(target).connect(), sources, sink,
+                                      HostOptions(poll_interval=2.0, gpu=True, glob_interval=30)).start())
+        # staggered: all the "hosts" share this machine's 2 cores with kvwatch and 7 other jobs;
+        # 64 key exchanges at once would measure the box, not the collector
+        time.sleep(0.1)
+    return followers, sink
+
+
+def start_app(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tuple[list[Collector], Any]:
+    from app.bus import EventBus
+
+    store, bus = app_store(server.dir / "kvwatch.db", stamps), EventBus()  # shared, as in `kvwatch serve`
+    collectors: list[Collector] = []
+    for i, d in enumerate(dirs):
+        collector = app_collector(f"h{i}", server, store, d / "server.log", bus,
+                                  outputs=(str(d / "*" / "raw_responses.jsonl"),), gpu=True)
+        collector.start()
+        collectors.append(collector)
+        time.sleep(0.1)  # staggered, as above
+    return collectors, store
+
+
+def measure(kind: str, hosts: int, seconds: float) -> dict[str, object]:
+    stamps = WriteStamps()
+    with throwaway_sshd() as server:
+        install_fake_nvidia_smi(server)
+        dirs = host_dirs(server, hosts)
+        rss0, t_connect = status_kb("VmRSS"), time.monotonic()
+        start = start_app if kind == "app" else start_followers
+        running, counter = start(server, dirs, stamps)
+        while sum(c.health.state == "up" for c in running) < hosts:
+            time.sleep(0.2)
+        connect_s = time.monotonic() - t_connect
+        stop = threading.Event()
+        threading.Thread(target=writer, args=(dirs, stamps, stop), daemon=True).start()
+        time.sleep(20)  # warm-up: every watch stream started (a login shell per exec is slow under load)
+        stamps.reset()
+        counts0 = dict(counter.counts)
+        cpu0, sshd0, t0 = time.process_time(), tree_cpu(server.proc.pid), time.monotonic()
+        time.sleep(seconds)
+        wall = time.monotonic() - t0
+        cpu, sshd_cpu = time.process_time() - cpu0, tree_cpu(server.proc.pid) - sshd0
+        threads, rss = threading.active_count(), status_kb("VmRSS")
+        counts = {k: v - counts0.get(k, 0) for k, v in counter.counts.items()}
+        if os.environ.get("KVWATCH_BENCH_DEBUG"):
+            for path, lat in sorted(stamps.by_path.items()):
+                print(path, len(lat), round(1000 * pct(lat, 0.5)), round(1000 * pct(lat, 0.95)))
+        stop.set()
+        for c in running:
+            c.stop()
+    ms = [x * 1000 for x in stamps.latencies]
+    return {
+        "collector": kind, "hosts": hosts, "seconds": round(wall, 1), "connect_all_s": round(connect_s, 1),
+        "threads": threads,
+        "kvwatch_cpu_pct_of_one_core": round(100 * cpu / wall, 1),
+        "kvwatch_cpu_pct_per_host": round(100 * cpu / wall / hosts, 2),
+        "rss_mb": round(rss / 1024), "rss_growth_mb": round((rss - rss0) / 1024),
+        "peak_rss_mb": round(status_kb("VmHWM") / 1024),
+        "server_lines": len(ms), "p50_ms": round(pct(ms, 0.5), 1), "p95_ms": round(pct(ms, 0.95), 1),
+        # follower: lines delivered by kind; app: rows (samples + events) committed by source
+        "arrived_by_kind": counts,
+        "sshd_side_cpu_pct_of_one_core": round(100 * sshd_cpu / wall, 1),
+        "load_avg": os.getloadavg()[0],
+    }
 
 
 def main() -> None:
     hosts = int(sys.argv[1]) if len(sys.argv) > 1 else 64
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 30
-    with throwaway_sshd() as server:
-        (server.bin_dir / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
-        (server.bin_dir / "nvidia-smi").chmod(0o755)
-        sink, dirs, followers = FleetSink(), [], []
-        rss0 = status_kb("VmRSS")
-        target = server.target()
-        t_connect = time.monotonic()
-        for i in range(hosts):
-            d = server.dir / f"host{i}"
-            (d / "out").mkdir(parents=True)
-            (d / "server.log").touch()
-            (d / "out" / "raw_responses.jsonl").touch()
-            dirs.append(d)
-            sources = [SourceSpec("server_log", str(d / "server.log")),
-                       SourceSpec("outputs", str(d / "*" / "raw_responses.jsonl"))]
-            followers.append(HostFollower(f"h{i}", lambda: SshTransport(target).connect(), sources, sink,
-                                          HostOptions(poll_interval=2.0, gpu=True, glob_interval=30)).start())
-            # staggered: all the "hosts" share this machine's 2 cores with kvwatch and 7 other jobs;
-            # 64 key exchanges at once would measure the box, not the collector
-            time.sleep(0.1)
-        while sum(f.health.state == "up" for f in followers) < hosts:
-            time.sleep(0.2)
-        connect_s = time.monotonic() - t_connect
-        stop = threading.Event()
-        threading.Thread(target=writer, args=(dirs, stop), daemon=True).start()
-        time.sleep(20)  # warm-up: every watch stream started (a login shell per exec is slow under load)
-        with sink.lock:
-            sink.latencies.clear()
-            sink.by_host.clear()
-        cpu0, sshd0, t0 = time.process_time(), tree_cpu(server.proc.pid), time.monotonic()
-        time.sleep(seconds)
-        wall = time.monotonic() - t0
-        cpu, sshd_cpu = time.process_time() - cpu0, tree_cpu(server.proc.pid) - sshd0
-        threads = threading.active_count()
-        rss = status_kb("VmRSS")
-        if os.environ.get("KVWATCH_BENCH_DEBUG"):
-            for h, lat in sorted(sink.by_host.items()):
-                print(h, len(lat), round(1000 * pct(lat, 0.5)), round(1000 * pct(lat, 0.95)))
-        stop.set()
-        for f in followers:
-            f.stop()
-        ms = [x * 1000 for x in sink.latencies]
-        print(json.dumps({
-            "hosts": hosts, "seconds": round(wall, 1), "connect_all_s": round(connect_s, 1),
-            "threads": threads,
-            "kvwatch_cpu_pct_of_one_core": round(100 * cpu / wall, 1),
-            "kvwatch_cpu_pct_per_host": round(100 * cpu / wall / hosts, 2),
-            "rss_mb": round(rss / 1024), "rss_growth_mb": round((rss - rss0) / 1024),
-            "peak_rss_mb": round(status_kb("VmHWM") / 1024),
-            "server_lines": len(ms), "p50_ms": round(pct(ms, 0.5), 1), "p95_ms": round(pct(ms, 0.95), 1),
-            "lines_by_kind": sink.counts,
-            "sshd_side_cpu_pct_of_one_core": round(100 * sshd_cpu / wall, 1),
-            "load_avg": os.getloadavg()[0],
-        }), flush=True)
+    which = sys.argv[3] if len(sys.argv) > 3 else "both"
+    if which != "both":
+        print(json.dumps(measure(which, hosts, seconds)), flush=True)
+        return
+    results = []
+    for kind in ("follower", "app"):
+        argv = [sys.executable, __file__, str(hosts), str(seconds), kind]
+        env = {**os.environ, "PYTHONPATH": "."}
+        out = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True, env=env).stdout
+        print(out, end="", flush=True)
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    follower, app = results
+    print(json.dumps({"app_vs_follower": {
+        key: round(float(app[key]) / max(float(follower[key]), 1e-9), 2)
+        for key in ("kvwatch_cpu_pct_of_one_core", "rss_mb", "p50_ms", "p95_ms")}}), flush=True)
 
 
 if __name__ == "__main__":

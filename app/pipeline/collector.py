@@ -31,6 +31,10 @@ from parsers import LineParser, create_parser
 
 log = logging.getLogger(__name__)
 METRICS_EVERY_S = 5.0
+# Globs (new output folders, a controller restart's new log) are re-expanded this often, not every
+# round: over SSH each expansion is SFTP listings and stats, and 64 hosts waking on every appended
+# line made that most of the collector's CPU and of its latency (bench/collect_fleet.py).
+DISCOVER_EVERY_S = 2.0
 PUBLISHED_EVENTS = {"capacity": "run", "server_args": "run", "event": "event"}
 
 
@@ -109,15 +113,20 @@ class HostCollector:
     def _follow(self, transport: Transport) -> None:
         watch: Watch | None = None
         gpu = GpuSampler(transport) if self.host.gpu else None
-        next_scrape = 0.0
+        next_scrape = next_discover = 0.0
+        for followed in self.files.values():  # a new connection: every tail continues on it
+            followed.tail.rebind(transport)
         try:
             while not self._stop.is_set():
-                self._discover(transport)
-                paths = sorted(f.tail.path for f in self.files.values())
-                if watch is None or watch.paths != paths:
-                    if watch is not None:
-                        watch.close()
-                    watch = Watch(transport, paths)
+                if time.monotonic() >= next_discover:
+                    next_discover = time.monotonic() + DISCOVER_EVERY_S
+                    self._discover(transport)
+                    paths = sorted(f.tail.path for f in self.files.values())
+                    if watch is None or watch.paths != paths:
+                        if watch is not None:
+                            watch.close()
+                        watch = Watch(transport, paths)
+                assert watch is not None
                 self._poll_files(transport)
                 if gpu is not None:
                     self._commit_gpu(gpu)
@@ -141,9 +150,7 @@ class HostCollector:
         for pattern in self.host.outputs:
             wanted.extend(("outputs", path) for path in transport.glob(pattern))
         for source, path in wanted:
-            known = self.files.get((source, path))
-            if known is not None:
-                known.tail.rebind(transport)
+            if (source, path) in self.files:
                 continue
             state = TailState.from_dict(self.store.load_state(self.host.name, source, path))
             if source == "outputs":
@@ -161,8 +168,10 @@ class HostCollector:
         stats = _stat_many(transport, [f.tail.path for f in self.files.values()])
         for followed in list(self.files.values()):
             stat: FileStat | Unknown | None = stats.get(followed.tail.path, UNKNOWN)
-            while self._poll_once(followed, stat):
-                stat = UNKNOWN  # a long file takes several reads; the batched stat was for the first
+            # Again only while the tail is behind (a long file takes several reads): another poll
+            # after it caught up would be one more stat round trip per file and wake-up, for nothing.
+            while self._poll_once(followed, stat) and followed.tail.behind:
+                stat = UNKNOWN  # the batched stat was for the first read
 
     def _poll_once(self, followed: FollowedFile, stat: FileStat | Unknown | None) -> bool:
         lines = followed.tail.poll(stat)

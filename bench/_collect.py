@@ -1,0 +1,165 @@
+"""Shared by the collection benchmarks: timed writers, the two collectors under test, process figures.
+
+Latency is measured by byte offset, not by text: the writer notes the end offset of every line it
+appends and when; whoever receives lines (a HostFollower sink) or commits them (the app's store,
+through `TimedStore`) reports the offset it has reached, and every line up to there is done. So
+both collectors read the same SGLang decode lines, and the app's parser sees real input.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from collectors.base import Line
+from collectors.tail_state import TailState
+from simulator.logfmt import DEFAULT_VERSION, VERSIONS, decode_line
+from tests.fixtures.sshd import Sshd
+
+if TYPE_CHECKING:  # the app is imported only where it runs: a HostFollower process stays as small as before
+    from app.bus import EventBus
+    from app.pipeline.collector import HostCollector
+    from app.store import Batch, Store
+
+FAKE_NVIDIA_SMI = """#!/bin/sh
+i=0
+while :; do
+  for g in 0 1 2 3 4 5 6 7; do
+    printf '2026/12/02 14:53:%02d.174, %d, 97, 39287, 81559, 687.74, 61\\n' $((i % 60)) $g
+  done
+  i=$((i + 1)); sleep 1
+done
+"""
+
+
+def sglang_line(n: int) -> bytes:
+    """An SGLang 0.5.23 decode line; its #running-req is n."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    body = decode_line(VERSIONS[DEFAULT_VERSION], n, 153179, 0.5 + n % 40 / 100, 900.0 + n, 7, True)
+    return f"[{stamp}] {body}\n".encode()
+
+
+class WriteStamps:
+    """End offset and CLOCK_MONOTONIC write time of every appended line, per path."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pending: dict[str, deque[tuple[int, float]]] = {}
+        self.latencies: list[float] = []
+        self.by_path: dict[str, list[float]] = {}
+
+    def append(self, path: Path, n: int) -> None:
+        """Append decode line n to path and note when."""
+        with open(path, "ab") as handle:
+            handle.write(sglang_line(n))
+            handle.flush()
+            end, t = handle.tell(), time.monotonic()
+        with self.lock:
+            self.pending.setdefault(str(path), deque()).append((end, t))
+
+    def reached(self, path: str, offset: int) -> None:
+        """Everything of `path` up to `offset` has arrived (been delivered or committed) now."""
+        now = time.monotonic()
+        with self.lock:
+            queue = self.pending.get(path)
+            while queue and queue[0][0] <= offset:
+                latency = now - queue.popleft()[1]
+                self.latencies.append(latency)
+                self.by_path.setdefault(path, []).append(latency)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.latencies.clear()
+            self.by_path.clear()
+
+
+class StampSink:
+    """A HostFollower sink that keeps nothing: it only notes what arrived (and counts by kind)."""
+
+    def __init__(self, stamps: WriteStamps) -> None:
+        self.stamps = stamps
+        self.counts: dict[str, int] = {}
+
+    def load_state(self, host: str, kind: str, path: str) -> TailState | None:
+        return None
+
+    def deliver(self, host: str, kind: str, path: str, lines: list[Line], state: TailState | None) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + len(lines)
+        if kind == "server_log" and lines:
+            self.stamps.reached(path, lines[-1].offset)
+
+    def idle(self, host: str, kind: str, path: str) -> None:
+        return None
+
+
+class TimedStore:
+    """The app's real store; a server-log batch's lines count as arrived once its commit returned
+    (from then on `Store.series` and `/api/series` return them)."""
+
+    def __init__(self, store: Store, stamps: WriteStamps) -> None:
+        self.store = store
+        self.stamps = stamps
+        self.counts: dict[str, int] = {}
+
+    def commit(self, batch: Batch) -> None:
+        self.store.commit(batch)
+        self.counts[batch.source] = self.counts.get(batch.source, 0) + len(batch.samples) + len(batch.events)
+        if batch.source == "server_log" and batch.state:
+            self.stamps.reached(batch.path, int(batch.state["offset"]))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+def app_store(database: Path, stamps: WriteStamps) -> TimedStore:
+    from app.store import open_store
+
+    return TimedStore(open_store(str(database)), stamps)
+
+
+def app_collector(name: str, server: Sshd, store: TimedStore, server_log: Path, bus: EventBus | None = None,
+                  outputs: tuple[str, ...] = (), gpu: bool = False) -> HostCollector:
+    """A HostCollector exactly as `kvwatch serve` builds it (runner.build_services), over real sshd."""
+    from app.bus import EventBus
+    from app.config import HostConfig
+    from app.pipeline.collector import HostCollector
+    from app.pipeline.transports import open_transport
+
+    host = HostConfig(name=name, ssh=server.spec, identity_file=server.key_path,
+                      known_hosts=server.known_hosts_path, server_log=str(server_log), outputs=outputs, gpu=gpu)
+    return HostCollector(host, store, bus or EventBus(), open_transport)  # type: ignore[arg-type]
+
+
+def install_fake_nvidia_smi(server: Sshd) -> None:
+    (server.bin_dir / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
+    (server.bin_dir / "nvidia-smi").chmod(0o755)
+
+
+def proc_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(root: int) -> float:
+    """CPU of root's descendants, alive ones (enough for a steady-state window)."""
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            total += proc_cpu(pid) if pid != root else 0.0
+        except OSError:
+            continue
+        todo.extend(int(k) for k in kids)
+    return total
+
+
+def status_kb(key: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key):
+            return int(line.split()[1])
+    return 0
