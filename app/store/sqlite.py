@@ -31,6 +31,9 @@ class SqliteStore(SqlStore):
     def _run(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         return self._db.execute(sql, params).fetchall()
 
+    def _delete(self, sql: str, params: Sequence[Any]) -> int:
+        return self._db.execute(sql, params).rowcount
+
     def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._db.executemany(sql, rows)
 
