@@ -4,8 +4,6 @@ a pruned window (from the 10 s buckets) and a wide one exactly as before."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
@@ -69,9 +67,9 @@ def test_retention_keeps_each_series_newest_days_and_only_for_its_hosts(store: S
 
 
 @pytest.fixture
-def services(store: Store) -> Iterator[Services]:
+def services(store: Store) -> Services:
     config = Config(server=ServerConfig(), hosts=(HostConfig(name="gpu1", ssh="local", server_log="/l"),))
-    yield Services(config=config, store=store)
+    return Services(config=config, store=store)
 
 
 def series(client: TestClient, **params: float) -> dict:  # type: ignore[type-arg]
