@@ -54,7 +54,6 @@ class Retention:
                 if self._stop.is_set():
                     return deleted
         self.passes += 1
-        self.pruned += deleted
         return deleted
 
     def _prune_series(self, host: str, metric: str, rank: str) -> int:
@@ -66,6 +65,7 @@ class Retention:
         while not self._stop.is_set():
             count = self.store.prune_series(host, metric, rank, before, self.batch)
             deleted += count
+            self.pruned += count
             if count < self.batch:
                 break
             time.sleep(self.pause_s)
