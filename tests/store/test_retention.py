@@ -103,3 +103,12 @@ def test_api_series_answers_a_pruned_window_from_the_rollups(services: Services)
         assert 60 <= len(times[:-301]) <= 120 and times[-302] < edge  # 10 s buckets before it
         recent = series(client, since=T0 + 2.5 * DAY, until=T0 + 2.5 * DAY + 600)
         assert recent["resolution_s"] is None and len(recent["points"]) == 300  # raw, untouched
+
+
+def test_extent_starts_at_the_first_sample_whatever_the_values_do(store: Store) -> None:
+    # Falling values: a bucket's minimum is its LAST sample. The rollup fallback once took its time
+    # for the series' start (1099 here instead of 1000).
+    put(store, "gpu1", "token_usage", 1000.0 + np.arange(100.0), 100.0 - np.arange(100.0))
+    assert store.extent("gpu1", "token_usage") == (1000.0, 1099.0)
+    store.prune_series("gpu1", "token_usage", "", 1050.0)
+    assert store.extent("gpu1", "token_usage") == (1000.0, 1099.0)  # the 10 s bucket's max is its first
