@@ -8,6 +8,7 @@ an error, so a typo never silently does nothing.
 from __future__ import annotations
 
 import glob as globmod
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 
 from app.errors import ConfigError
 
-SERVER_KEYS = frozenset({"host", "port", "database", "token", "data_dir", "webhook"})
+SERVER_KEYS = frozenset({"host", "port", "database", "token", "data_dir", "webhook", "retention_days"})
 HOST_KEYS = frozenset(
     {
         "name", "ssh", "identity_file", "known_hosts", "server_log", "client_log", "outputs",
@@ -36,6 +37,7 @@ class ServerConfig:
     token: str | None = None
     data_dir: str = "."
     webhook: str | None = None
+    retention_days: float | None = None  # raw samples older than this are pruned; None keeps them all
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +112,22 @@ def _parse_server(table: dict[str, Any], where: str) -> ServerConfig:
         token=_typed(table, "token", str, where, "server.", None),
         data_dir=_typed(table, "data_dir", str, where, "server.", defaults.data_dir),
         webhook=_typed(table, "webhook", str, where, "server.", None),
+        retention_days=_retention_days(table, where),
     )
+
+
+def _retention_days(table: dict[str, Any], where: str) -> float | None:
+    value = table.get("retention_days")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(
+            f"{where}: server.retention_days: expected a number of days, got {type(value).__name__} {value!r}"
+        )
+    # Under a day the alert rules and the page's live window would lose the raw samples they read.
+    if not math.isfinite(value) or value < 1:
+        raise ConfigError(f"{where}: server.retention_days: must be at least 1 (day), got {value!r}")
+    return float(value)
 
 
 def _parse_host(table: Any, index: int, where: str) -> HostConfig:

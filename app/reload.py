@@ -1,4 +1,4 @@
-"""Reload kvwatch.toml in a running `kvwatch serve` (SIGHUP): all or nothing.
+"""Reload kvwatch.toml in a running `kvwatch serve` or `kvwatch collect` (SIGHUP): all or nothing.
 
 The new file is read and checked like at start. Any error is logged as its one line and the running
 config stays as it was. A good file applies its host changes: removed hosts stop collecting, added
@@ -28,9 +28,11 @@ log = logging.getLogger(__name__)
 
 class ConfigReloader:
     def __init__(self, services: Services, path: str,
-                 make_collector: Callable[[HostConfig, Services], HostCollector] | None = None) -> None:
+                 make_collector: Callable[[HostConfig, Services], HostCollector] | None = None,
+                 narrow: Callable[[Config], Config] | None = None) -> None:
         self.services, self.path = services, path
         self.make_collector = make_collector or _collector
+        self.narrow = narrow or (lambda config: config)  # `collect --only`: this process's share of the hosts
         self.reloads = 0
         self.failures = 0
         self._lock = threading.Lock()
@@ -39,7 +41,7 @@ class ConfigReloader:
         """True when the new config was applied; False (logged) when the old one stays."""
         with self._lock:
             try:
-                config = load_config(self.path)
+                config = self.narrow(load_config(self.path))
                 validate_alert_config(config)
                 check_host_files(config)
                 self._apply(config)

@@ -19,6 +19,7 @@ from app.main import api_token, create_app
 from app.pipeline.collector import HostCollector
 from app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
 from app.pipeline.relay import StoreRelay
+from app.pipeline.retention import DAY_S, Retention
 from app.pipeline.transports import open_transport
 from app.reload import ConfigReloader
 from app.services import Services
@@ -63,6 +64,9 @@ def build_services(config: Config, collect: bool = True) -> Services:
         services.collectors[host.name] = HostCollector(host, services.store, services.bus, open_transport)
     # Health (and the hosts' leases) in the store, for a web app in another process.
     services.background.append(Heartbeat(services.store, services.collectors))
+    if config.server.retention_days is not None:  # the collecting process prunes the hosts it owns
+        keep_s = config.server.retention_days * DAY_S
+        services.background.append(Retention(services.store, lambda: tuple(services.collectors), keep_s))
     return services
 
 
@@ -81,10 +85,14 @@ def serve(
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
 
 
-def collect(config: Config, stop: threading.Event) -> None:
-    """Collect the config's hosts into its store, without a web app, until `stop` is set."""
+def collect(config: Config, stop: threading.Event, narrow: Callable[[Config], Config] | None = None) -> None:
+    """Collect the config's hosts into its store, without a web app, until `stop` is set.
+
+    SIGHUP reloads the file like `serve` does; `narrow` picks this process's hosts from a reloaded file."""
     services = build_services(config)
     services.start_collectors()
+    if os.path.isfile(config.path):
+        ConfigReloader(services, config.path, narrow=narrow).install()
     log.info("collecting %d hosts into %s", len(config.hosts), redacted(database_path(config)))
     try:
         stop.wait()

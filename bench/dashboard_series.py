@@ -27,10 +27,10 @@ HOST, METRIC, DAY = "gpu1", "token_usage", 86_400
 START = 1_780_000_000.0
 
 
-def fill(store: Store, days: int) -> float:
+def fill(store: Store, days: int, first_day: int = 0) -> float:
     started = time.perf_counter()
-    rng = np.random.default_rng(0)
-    for day in range(days):
+    rng = np.random.default_rng(first_day)
+    for day in range(first_day, days):
         t = START + day * DAY + np.arange(DAY, dtype=np.float64)
         v = np.clip(0.8 + 0.1 * np.sin(t / 5000) + rng.normal(0, 0.02, DAY), 0, 1)
         # An hour's batches, as a collector catching up on a backlog would commit them.

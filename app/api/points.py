@@ -12,7 +12,7 @@ from fastapi import HTTPException
 from tsdownsample import MinMaxLTTBDownsampler
 
 from app.store.base import Store
-from app.store.rollup import choose_width
+from app.store.rollup import ROLLUP_WIDTHS, choose_width
 
 Arrays = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
 
@@ -39,8 +39,25 @@ def read_points(
         if window is not None:
             width = choose_width(window[1] - window[0], max_points)
     if width is None:
-        return store.series(host, metric, rank=rank, since=since, until=until), None
+        return _raw_or_finest(store, host, metric, rank, since, until)
     return store.rollup(host, metric, width, rank=rank, since=since, until=until), width
+
+
+def _raw_or_finest(
+    store: Store, host: str, metric: str, rank: str, since: float | None, until: float | None,
+) -> tuple[Arrays, int | None]:
+    """Raw samples; where retention has pruned them (before the first one kept), the finest rollup."""
+    t, v = store.series(host, metric, rank=rank, since=since, until=until)
+    first = store.raw_start(host, metric, rank)
+    if first is None or (since is not None and since >= first):
+        return (t, v), None
+    width = ROLLUP_WIDTHS[0]
+    old_t, old_v = store.rollup(host, metric, width, rank=rank, since=since,
+                                until=first if until is None else min(first, until))
+    older = old_t < first
+    if not older.any():
+        return (t, v), None
+    return (np.concatenate((old_t[older], t)), np.concatenate((old_v[older], v))), width
 
 
 def downsample(t: npt.NDArray[np.float64], v: npt.NDArray[np.float64], max_points: int) -> Arrays:

@@ -1,7 +1,8 @@
 """`kvwatch collect --config kvwatch.toml [--only NAME,...]`: collect into the store, serve nothing.
 
 The scale-out half of `kvwatch serve`: several collectors, each owning some hosts, write into one
-PostgreSQL, and one `kvwatch serve --no-collect` shows them all.
+PostgreSQL, and one `kvwatch serve --no-collect` shows them all. SIGHUP reloads kvwatch.toml as in
+`serve` (app/reload.py): a bad file is logged and the running hosts go on.
 """
 
 from __future__ import annotations
@@ -41,10 +42,16 @@ def only_hosts(config: Config, only: str | None) -> Config:
     return dataclasses.replace(config, hosts=tuple(h for h in config.hosts if h.name in names))
 
 
-def run(args: argparse.Namespace) -> int:
-    config = only_hosts(resolve_config(args.config), args.only)
+def collected(config: Config, only: str | None) -> Config:
+    """This process's hosts, at start and on every reload (SIGHUP): an empty share is an error."""
+    config = only_hosts(config, only)
     if not config.hosts:
         raise ConfigError(f"{config.path}: no [[hosts]] to collect")
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    config = collected(resolve_config(args.config), args.only)
     stop = threading.Event()
 
     def on_term(signum: int, frame: FrameType | None) -> None:
@@ -52,5 +59,5 @@ def run(args: argparse.Namespace) -> int:
 
     # SIGTERM (docker stop, systemd) is a normal end; Ctrl-C stays KeyboardInterrupt (exit 130).
     signal.signal(signal.SIGTERM, on_term)
-    collect(config, stop)
+    collect(config, stop, narrow=lambda reloaded: collected(reloaded, args.only))
     return 0

@@ -37,6 +37,8 @@ HEADER = """\
 # database = "kvwatch.db"   # a SQLite file in data_dir, or postgresql://user@host/db to share one
 #                           # database between several `kvwatch collect` processes and one web app
 # data_dir = "."
+# retention_days = 14       # keep each series' newest 14 days of raw samples; older history stays in
+#                           # 10 s / 1 min / 10 min rollups (min and max kept), so old windows still draw
 """
 
 HOST_BLOCK = """

@@ -49,6 +49,11 @@ class PostgresStore(SqlStore):
             cur.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
             return cur.fetchall() if cur.description else []
 
+    def _delete(self, sql: str, params: Sequence[Any]) -> int:
+        with self._conn.cursor() as cur:
+            cur.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+            return cur.rowcount
+
     def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
             with self._conn.cursor() as cur:

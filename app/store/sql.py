@@ -20,7 +20,7 @@ from app.store.rollup import ROLLUP_WIDTHS, UPSERT_ROLLUP, bucket_rows, rollup_p
 from app.store.schema import CREATE_VERSION_TABLE, Dialect, Migration, migrations
 
 Rows = list[tuple[Any, ...]]
-COARSEST = ROLLUP_WIDTHS[-1]  # the fewest buckets: where the rollups reach furthest back cheaply
+FINEST = ROLLUP_WIDTHS[0]
 EMPTY: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] = (np.empty(0), np.empty(0))
 
 
@@ -41,6 +41,10 @@ class SqlStore:
     def _transaction(self) -> Iterator[None]:
         raise NotImplementedError
         yield
+
+    def _delete(self, sql: str, params: Sequence[Any]) -> int:
+        """Run a DELETE; the number of rows it removed."""
+        raise NotImplementedError
 
     def _insert_samples(self, host: str, samples: Sequence[Sample]) -> None:
         self._run_many(
@@ -114,12 +118,34 @@ class SqlStore:
                 (kind, key, host, t, json.dumps(data)),
             )
 
-    def prune(self, before: float) -> int:
-        """Drop raw samples older than `before`; their rollups stay, so old windows still draw."""
+    def prune(self, before: float, batch: int = 0) -> int:
+        """Drop every series' raw samples older than `before`; their rollups stay, so old windows still
+        draw. `batch` > 0 deletes at most about that many rows a transaction (see `prune_series`)."""
+        with self._lock:
+            keys = self._run("SELECT host, metric, rank FROM series_catalog")
+        total = 0
+        for host, metric, rank in keys:
+            while True:
+                count = self.prune_series(host, metric, rank, before, batch)
+                total += count
+                if batch <= 0 or count < batch:
+                    break
+        return total
+
+    def prune_series(self, host: str, metric: str, rank: str, before: float, limit: int = 0) -> int:
+        """Delete one series' raw samples older than `before`, the oldest `limit` of them (and any tied
+        with the last) when `limit` > 0, in one transaction; returns how many were deleted.
+
+        Bounded by the time of the limit-th sample rather than DELETE ... LIMIT, which neither SQLite
+        (by default) nor PostgreSQL accepts; both statements walk the (host, metric, rank, t) index."""
+        key = (host, metric, rank)
+        series = "FROM samples WHERE host = ? AND metric = ? AND rank = ? AND t"
         with self._transaction():
-            count = self._run("SELECT count(*) FROM samples WHERE t < ?", (before,))[0][0]
-            self._run("DELETE FROM samples WHERE t < ?", (before,))
-        return int(count)
+            if limit > 0:
+                edge = self._run(f"SELECT t {series} < ? ORDER BY t LIMIT 1 OFFSET ?", (*key, before, limit - 1))
+                if edge:
+                    return self._delete(f"DELETE {series} <= ?", (*key, float(edge[0][0])))
+            return self._delete(f"DELETE {series} < ?", (*key, before))
 
     # -- reading ----------------------------------------------------------------------------
     def load_state(self, host: str, source: str, path: str) -> dict[str, Any] | None:
@@ -163,22 +189,29 @@ class SqlStore:
             keep &= t <= until
         return (t, v) if keep.all() else (np.ascontiguousarray(t[keep]), np.ascontiguousarray(v[keep]))
 
+    def raw_start(self, host: str, metric: str, rank: str = "") -> float | None:
+        with self._lock:
+            rows = self._run(
+                "SELECT t FROM samples WHERE host = ? AND metric = ? AND rank = ? ORDER BY t LIMIT 1",
+                (host, metric, rank),
+            )
+        return float(rows[0][0]) if rows else None
+
     def extent(self, host: str, metric: str, rank: str = "") -> tuple[float, float] | None:
         key = (host, metric, rank)
-        one = "SELECT t FROM samples WHERE host = ? AND metric = ? AND rank = ? ORDER BY t"
         with self._lock:
-            first = self._run(f"{one} LIMIT 1", key)
-            last = self._run(f"{one} DESC LIMIT 1", key)
-            if first:
-                # Raw samples may have been pruned: the rollups remember further back.
-                older = self._run(
-                    "SELECT min(tmin) FROM samples_rollup WHERE host = ? AND metric = ? AND rank = ?"
-                    " AND width = ? AND bucket < ?", (*key, COARSEST, first[0][0]))
-                if older and older[0][0] is not None:
-                    first = older
-        if not first or not last:
-            return None
-        return float(first[0][0]), float(last[0][0])
+            first = self.raw_start(*key)
+            last = self.latest(*key)
+            if first is None or last is None:
+                return None
+            # Raw samples may have been pruned: the finest rollup remembers further back. A bucket keeps
+            # the times of its min and max, not of its first sample: the start is exact to within 10 s.
+            older = self._run(
+                "SELECT tmin, tmax FROM samples_rollup WHERE host = ? AND metric = ? AND rank = ?"
+                " AND width = ? ORDER BY bucket LIMIT 1", (*key, FINEST))
+        if older:
+            first = min(first, float(older[0][0]), float(older[0][1]))
+        return first, last[0]
 
     def latest(self, host: str, metric: str, rank: str = "") -> tuple[float, float] | None:
         with self._lock:
@@ -192,6 +225,12 @@ class SqlStore:
         with self._lock:
             rows = self._run("SELECT rank FROM series_catalog WHERE host = ? AND metric = ?", (host, metric))
         return sorted(str(r[0]) for r in rows)
+
+    def catalog(self, host: str) -> list[tuple[str, str]]:
+        """The host's series as (metric, rank) pairs."""
+        with self._lock:
+            rows = self._run("SELECT metric, rank FROM series_catalog WHERE host = ?", (host,))
+        return sorted((str(m), str(r)) for m, r in rows)
 
     def metrics(self, host: str) -> list[str]:
         with self._lock:

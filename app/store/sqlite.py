@@ -1,7 +1,16 @@
-"""SQLite store (WAL): the default, one file in the data folder."""
+"""SQLite store (WAL): the default, one file in the data folder.
+
+At open, `PRAGMA quick_check` looks for damage inside the file (a torn or overwritten page that the
+header and schema reads at open would not touch), so a damaged store stops the start with one line
+instead of failing a collector hours later. It reads every page (about 1 s a GiB here, BENCHMARKS.md
+"Store maintenance"), so it runs when it is cheap (a store up to CHECK_ALWAYS_BYTES) or when it
+matters: after an unclean shutdown, which leaves the write-ahead log behind (a clean close of the last
+connection removes it; another process using the store also keeps it, and then the check just runs).
+"""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -10,6 +19,16 @@ from typing import Any
 
 from app.errors import KvwatchError
 from app.store.sql import Rows, SqlStore
+
+CHECK_ALWAYS_BYTES = 256 * 2**20
+
+
+def needs_check(path: str) -> bool:
+    """Small enough to check every start, or left behind by a process that did not close it."""
+    if path == ":memory:" or not os.path.exists(path):
+        return False
+    wal = f"{path}-wal"
+    return os.path.getsize(path) <= CHECK_ALWAYS_BYTES or (os.path.exists(wal) and os.path.getsize(wal) > 0)
 
 
 class SqliteStore(SqlStore):
@@ -20,16 +39,37 @@ class SqliteStore(SqlStore):
         self.path = path
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+        check = needs_check(path)  # before connecting: opening creates the write-ahead log
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
         except sqlite3.DatabaseError as exc:
             raise KvwatchError(f"{path}: cannot open the SQLite store: {exc}") from None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            if check:
+                self._quick_check()
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise KvwatchError(f"{path}: cannot open the SQLite store: {exc}") from None
+
+    def _quick_check(self) -> None:
+        rows = self._db.execute("PRAGMA quick_check(10)").fetchall()
+        problems = [line for row in rows for line in str(row[0]).splitlines() if line.strip()]
+        if problems != ["ok"]:
+            self._db.close()
+            raise KvwatchError(
+                f"{self.path}: the SQLite store is damaged (quick_check: {problems[0]}"
+                f"{f'; {len(problems) - 1} more' if len(problems) > 1 else ''}); move it aside to start"
+                f" a new store, or salvage it: sqlite3 {self.path} .recover | sqlite3 recovered.db"
+            )
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         return self._db.execute(sql, params).fetchall()
+
+    def _delete(self, sql: str, params: Sequence[Any]) -> int:
+        return self._db.execute(sql, params).rowcount
 
     def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._db.executemany(sql, rows)

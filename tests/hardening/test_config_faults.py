@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -61,6 +63,13 @@ CASES = [
     ("[server]\nwebhook = 'ftp://user:pw@hooks.example/T0/B0/xyz'\n" + SSH_HOST, "server.webhook"),
     ("[alerts.token_usage_high]\nfire_at = 'high'\n" + SSH_HOST, "alerts.token_usage_high"),
     ("not toml at all = = =\n", "not valid TOML"),
+    ("[server]\nretention_days = '7d'\n", "server.retention_days"),
+    ("[server]\nretention_days = true\n", "server.retention_days"),
+    ("[server]\nretention_days = 0\n", "server.retention_days"),
+    ("[server]\nretention_days = -3\n", "server.retention_days"),
+    ("[server]\nretention_days = 0.5\n", "server.retention_days"),
+    ("[server]\nretention_days = nan\n", "server.retention_days"),
+    ("[server]\nretention_days = inf\n", "server.retention_days"),
 ]
 
 
@@ -172,3 +181,70 @@ def test_an_unreachable_host_is_one_line_in_its_health_and_the_others_go_on(tmp_
         assert "\n" not in error and f"127.0.0.1:{closed}" in error, error
     finally:
         services.stop()
+
+
+def stored_count(database: Path, host: str) -> int:
+    """Samples stored for the host, read-only beside the writing process; -1 while it sets the file up."""
+    try:
+        with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)) as db:
+            rows = db.execute("SELECT count(*) FROM samples WHERE host = ? AND metric = 'running_req'", (host,))
+            return int(rows.fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet, or the schema not yet migrated
+        return -1
+
+
+def test_collect_reloads_on_sighup_and_keeps_the_last_good_config(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        append_lines(tmp_path / f"{name}.log", 1, 50)
+    path, database = tmp_path / "kvwatch.toml", tmp_path / "kvwatch.db"
+    server = f"[server]\ndata_dir = '{tmp_path}'\n"
+    path.write_text(server + local_host("a", tmp_path / "a.log"))
+    proc = subprocess.Popen([sys.executable, "-m", "app", "collect", "--config", str(path)],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: stored_count(database, "a") == 50, timeout=90)
+        # A changed file: host b added, host a pointed at another log (restarted, from c.log's start).
+        path.write_text(server + local_host("a", tmp_path / "c.log") + local_host("b", tmp_path / "b.log"))
+        proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: stored_count(database, "b") == 50 and stored_count(database, "a") == 100, timeout=30)
+        # A broken file: refused with one line, and both hosts go on collecting.
+        bad_b = "[[hosts]]\nname = 'b'\nssh = 3\nserver_log = '/x'\n"
+        path.write_text(server + local_host("a", tmp_path / "c.log") + bad_b)
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(2)
+        assert proc.poll() is None, "a bad reload must not stop kvwatch collect"
+        append_lines(tmp_path / "b.log", 51, 10)
+        append_lines(tmp_path / "c.log", 51, 10)
+        wait_until(lambda: stored_count(database, "b") == 60 and stored_count(database, "a") == 110, timeout=30)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    reload_errors = [line for line in err.splitlines() if "reload refused" in line]
+    assert len(reload_errors) == 1 and "hosts['b'].ssh" in reload_errors[0], err
+
+
+def test_collect_only_reload_keeps_its_share_of_the_hosts(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        append_lines(tmp_path / f"{name}.log", 1, 50)
+    path, database = tmp_path / "kvwatch.toml", tmp_path / "kvwatch.db"
+    server = f"[server]\ndata_dir = '{tmp_path}'\n"
+    path.write_text(server + local_host("a", tmp_path / "a.log"))
+    proc = subprocess.Popen([sys.executable, "-m", "app", "collect", "--config", str(path), "--only", "a"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: stored_count(database, "a") == 50, timeout=90)
+        path.write_text(server + local_host("b", tmp_path / "b.log"))  # a gone: this process has no share
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(2)
+        path.write_text(server + local_host("a", tmp_path / "a.log") + local_host("b", tmp_path / "b.log"))
+        proc.send_signal(signal.SIGHUP)  # b belongs to another collector: not taken here
+        append_lines(tmp_path / "a.log", 51, 10)
+        wait_until(lambda: stored_count(database, "a") == 60, timeout=30)
+        time.sleep(1)
+        assert stored_count(database, "b") == 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    reload_errors = [line for line in err.splitlines() if "reload refused" in line]
+    assert len(reload_errors) == 1 and "--only: no host named 'a'" in reload_errors[0], err

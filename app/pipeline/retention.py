@@ -1,0 +1,96 @@
+"""Retention (`server.retention_days`): raw samples older than that are pruned, rollups are kept.
+
+Each series keeps its newest `retention_days` of raw samples, counted back from its own newest sample
+rather than from the clock, so a log replayed from last month keeps its detail and a finished run keeps
+its last days. Older history stays in the rollup buckets (10 s, 1 min, 10 min, with each bucket's
+extremes), which is what wide windows read anyway, and /api/series answers narrow windows there from
+the 10 s buckets.
+
+Only the hosts this process collects are pruned (a web-only process prunes nothing; scale-out
+collectors each prune their own hosts). Deletes go a bounded batch a transaction with a pause between,
+so a collector's commit never waits behind more than one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from app.store.base import Store
+
+log = logging.getLogger(__name__)
+DAY_S = 86_400.0
+EVERY_S = 600.0  # a month at 1 Hz gains 600 rows a series between passes: each pass is a few batches
+FIRST_AFTER_S = 60.0  # after start: a backlog catch-up goes first
+BATCH = 5_000  # rows a transaction: a few ms on SQLite here (BENCHMARKS.md, "Store maintenance")
+PAUSE_S = 0.01  # between batches: the collectors' commits get the store lock in between
+
+
+class Retention:
+    """Prunes the raw samples of `hosts()` every `every_s` seconds, in a thread of its own."""
+
+    def __init__(
+        self, store: Store, hosts: Callable[[], Iterable[str]], keep_s: float, *,
+        every_s: float | None = None, first_after_s: float | None = None, batch: int = BATCH,
+        pause_s: float = PAUSE_S,
+    ) -> None:
+        self.store, self.hosts, self.keep_s = store, hosts, keep_s
+        self.batch, self.pause_s = batch, pause_s
+        # None: the module's defaults, read when the thread starts.
+        self.every_s, self.first_after_s = every_s, first_after_s
+        self.passes = 0
+        self.pruned = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def prune_once(self) -> int:
+        """One pass over every series of the hosts; the number of raw samples deleted."""
+        deleted = 0
+        for host in tuple(self.hosts()):
+            for metric, rank in self.store.catalog(host):
+                deleted += self._prune_series(host, metric, rank)
+                if self._stop.is_set():
+                    return deleted
+        self.passes += 1
+        return deleted
+
+    def _prune_series(self, host: str, metric: str, rank: str) -> int:
+        last = self.store.latest(host, metric, rank)
+        if last is None:
+            return 0
+        before = last[0] - self.keep_s
+        deleted = 0
+        while not self._stop.is_set():
+            count = self.store.prune_series(host, metric, rank, before, self.batch)
+            deleted += count
+            self.pruned += count
+            if count < self.batch:
+                break
+            time.sleep(self.pause_s)
+        return deleted
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="kvwatch-retention", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        every = EVERY_S if self.every_s is None else self.every_s
+        wait = FIRST_AFTER_S if self.first_after_s is None else self.first_after_s
+        while not self._stop.wait(wait):
+            wait = every
+            started = time.monotonic()
+            try:
+                deleted = self.prune_once()
+            except Exception as exc:  # a thread's boundary: log it, try again next pass
+                log.warning("retention: pruning failed, next try in %.0f s: %s", every, exc)
+                continue
+            if deleted:
+                log.info("retention: pruned %d raw samples older than %.4g days in %.1f s",
+                         deleted, self.keep_s / DAY_S, time.monotonic() - started)
