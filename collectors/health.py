@@ -1,25 +1,56 @@
-"""Per-host and per-source health, as plain data the app reads (GET /api/hosts)."""
+"""Per-host and per-source health, as plain data the app reads (GET /api/hosts, alerts, the page)."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-State = Literal["connecting", "up", "backoff", "auth_failed", "host_key_rejected", "stopped"]
+# connecting: first attempt; up: following; reconnecting: waiting out a backoff after an error
+# (`last_error` says which); failed: never retried (a rejected host key); stopped: by us.
+HostState = Literal["connecting", "up", "reconnecting", "failed", "stopped"]
+HOST_KEY_REJECTED = "host key rejected"  # how `last_error` starts when the state is "failed" for that
+
+TAIL_COUNTERS = ("truncated_lines", "replaced_lines", "rotations", "truncations", "replacements",
+                 "lost_generations")
 
 
-@dataclass
+def source_key(kind: str, path: str) -> str:
+    """One health entry per source: output files by their dataset folder, the logs by kind (a
+    controller restart moves the server to a new log file; it is still the server log)."""
+    if kind == "outputs":
+        return f"outputs:{os.path.basename(os.path.dirname(path))}"
+    return kind
+
+
+@dataclass(slots=True)
 class SourceHealth:
-    kind: str
     path: str
+    kind: str = ""
     bytes: int = 0
     lines: int = 0
-    truncated_lines: int = 0
-    replaced_lines: int = 0
+    records: int = 0
+    unparsed: int = 0
+    truncated_lines: int = 0  # longer than the line limit: text cut, offsets exact
+    replaced_lines: int = 0  # invalid UTF-8 replaced
     rotations: int = 0
     truncations: int = 0
+    replacements: int = 0
+    lost_generations: int = 0  # a rotated file vanished before it was read to its end
     last_line_at: float | None = None
+
+    def saw(self, lines: int, nbytes: int, records: int, unparsed: int) -> None:
+        self.lines += lines
+        self.bytes += nbytes
+        self.records += records
+        self.unparsed += unparsed
+        if lines:
+            self.last_line_at = time.time()
+
+    def add_counts(self, counts: dict[str, int]) -> None:
+        for name, value in counts.items():
+            setattr(self, name, getattr(self, name) + value)
 
     def last_line_age(self, now: float | None = None) -> float | None:
         if self.last_line_at is None:
@@ -27,23 +58,25 @@ class SourceHealth:
         return (now or time.time()) - self.last_line_at
 
 
-@dataclass
+@dataclass(slots=True)
 class HostHealth:
-    name: str
-    state: State = "connecting"
+    state: HostState = "connecting"
     last_error: str | None = None
     reconnects: int = 0
-    state_since: float = field(default_factory=time.time)
+    since: float = field(default_factory=time.time)
     next_retry_in: float | None = None
-    gpu_samples: int = 0
-    metrics_scrapes: int = 0
     sources: dict[str, SourceHealth] = field(default_factory=dict)
 
-    def set_state(self, state: State, error: str | None = None) -> None:
+    def set_state(self, state: HostState, error: str | None = None) -> None:
         if state != self.state:
-            self.state, self.state_since = state, time.time()
+            self.state, self.since = state, time.time()
         if error is not None:
             self.last_error = error
+
+    def source(self, kind: str, path: str) -> SourceHealth:
+        item = self.sources.setdefault(source_key(kind, path), SourceHealth(path=path, kind=kind))
+        item.path = path  # the newest file of the source (a restart's new log)
+        return item
 
     def client_log_stale(self, after: float = 120.0) -> bool:
         """The client log stopped growing while outputs still grow: usually stdout buffering of a
@@ -57,9 +90,24 @@ class HostHealth:
         return age is None or age > after
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
         now = time.time()
+        sources = {}
         for key, source in self.sources.items():
-            out["sources"][key]["last_line_age_s"] = source.last_line_age(now)
-        out["client_log_stale"] = self.client_log_stale()
-        return out
+            item = asdict(source)
+            age = source.last_line_age(now)
+            item["last_line_age_s"] = None if age is None else round(age, 1)
+            sources[key] = item
+        return {
+            "state": self.state,
+            "last_error": self.last_error,
+            "reconnects": self.reconnects,
+            "since": self.since,
+            "next_retry_in": self.next_retry_in,
+            "client_log_stale": self.client_log_stale(),
+            "sources": sources,
+        }
+
+
+def tail_counters(stats: object) -> dict[str, int]:
+    """The TailStats counters a source's health shows, by name."""
+    return {name: getattr(stats, name) for name in TAIL_COUNTERS}

@@ -1,9 +1,14 @@
 """One thread per host: connect, follow every file, sample GPUs and /metrics, deliver to a sink.
 
+This is the loop `kvwatch serve`/`collect`/`demo` run (app/pipeline/collector.py gives it a sink that
+parses and stores); the collector tests give it a sink that keeps raw lines, so what they prove
+about loss and duplicates holds for the app.
+
 A host's failures stay in its own thread (a hung or unreachable host never delays another): errors
-move it to `backoff` and it reconnects after a jittered delay (collectors/backoff.py); an unknown
-or changed host key stops it for good. Each loop is one batched stat for all files of the host,
-reads only where something changed, then a wait on the host's `tail -F` wake-up stream.
+move it to `reconnecting` and it reconnects after a jittered delay (collectors/backoff.py); an
+unknown or changed host key stops it for good (`failed`). Each round is one batched stat for all
+files of the host, reads only where something changed, then a wait on the host's `tail -F` wake-up
+stream.
 
 The sink stores lines and the TailState after them in one transaction. If it raises, the tail
 rewinds to the last delivered state and the same lines come again on the next round.
@@ -16,15 +21,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from collectors.backoff import Backoff
-from collectors.base import AuthFailed, CollectorError, Line, Transport
+from collectors.base import AuthFailed, CollectorError, FileStat, Line, Transport
 from collectors.gpu import GpuSampler
-from collectors.health import HostHealth, SourceHealth
+from collectors.health import HOST_KEY_REJECTED, HostHealth, tail_counters
 from collectors.lines import LineSplitter
 from collectors.metrics import scrape
-from collectors.tail import UNKNOWN, Tail
+from collectors.tail import UNKNOWN, Tail, Unknown
 from collectors.tail_state import TailState
 from collectors.watch import Watch
 
@@ -35,7 +40,12 @@ KINDS = ("server_log", "client_log", "outputs")
 @dataclass(frozen=True, slots=True)
 class SourceSpec:
     kind: str  # one of KINDS
-    pattern: str  # a path; for "outputs" a glob, re-expanded as new dataset folders appear
+    pattern: str  # a path, or a glob when `glob` (output files always are one)
+    glob: bool = False  # re-expanded every `glob_interval`: new dataset folders, a restart's new log
+
+    @property
+    def expands(self) -> bool:
+        return self.glob or self.kind == "outputs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,23 +58,38 @@ class HostOptions:
     wake: bool = True  # a `tail -F` wake-up stream; False = poll every poll_interval only
 
 
+class Delivered(NamedTuple):
+    """What a parsing sink made of a delivery, for the source's health."""
+
+    records: int
+    unparsed: int
+
+
 class Sink(Protocol):
     def load_state(self, host: str, kind: str, path: str) -> TailState | None: ...
 
-    def deliver(self, host: str, kind: str, path: str, lines: list[Line], state: TailState | None) -> None:
+    def deliver(self, host: str, kind: str, path: str, lines: list[Line],
+                state: TailState | None) -> Delivered | None:
         """Store `lines` and `state` atomically (state None: live samples, nothing to resume)."""
+        ...
+
+    def idle(self, host: str, kind: str, path: str) -> None:
+        """The file had nothing new this round (a parser may end what it held, e.g. a traceback)."""
+        ...
 
 
 class HostFollower:
     def __init__(self, name: str, connect: Callable[[], Transport], sources: list[SourceSpec], sink: Sink,
-                 options: HostOptions | None = None, backoff: Backoff | None = None) -> None:
+                 options: HostOptions | None = None, backoff: Backoff | None = None,
+                 on_health: Callable[[HostHealth], None] | None = None) -> None:
         self.name = name
         self.connect = connect
         self.sources = sources
         self.sink = sink
         self.options = options or HostOptions()
         self.backoff = backoff or Backoff()
-        self.health = HostHealth(name)
+        self.health = HostHealth()
+        self.on_health = on_health or (lambda health: None)
         self.tails: dict[tuple[str, str], Tail] = {}
         self._delivered: dict[tuple[str, str], TailState | None] = {}
         self._stop = threading.Event()
@@ -74,15 +99,18 @@ class HostFollower:
         self._thread.start()
         return self
 
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
-        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
         self.health.set_state("stopped")
 
     # -- connection life ----------------------------------------------------------------------
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.health.set_state("connecting")
             try:
                 transport = self.connect()
             except CollectorError as exc:
@@ -92,30 +120,39 @@ class HostFollower:
             up_at = time.monotonic()
             self.health.set_state("up")
             self.health.next_retry_in = None
+            self.on_health(self.health)
             try:
                 self._follow(transport)
             except CollectorError as exc:
                 self.backoff.connected_for(time.monotonic() - up_at)
                 if not self._back_off(exc):
                     return
+            except Exception as exc:  # a bug must not end collection for days: log it, reconnect
+                log.exception("%s: collection failed unexpectedly", self.name)
+                if not self._back_off(exc):
+                    return
             finally:
                 transport.close()
 
-    def _back_off(self, exc: CollectorError) -> bool:
+    def _back_off(self, exc: Exception) -> bool:
         delay = self.backoff.next_delay(exc)
         if delay is None:
-            self.health.set_state("host_key_rejected", str(exc))
-            log.error("%s: %s (not retried: check the host key)", self.name, exc)
+            # A changed or unknown key is a security event: a person must look, we never retry.
+            self.health.set_state("failed", f"{HOST_KEY_REJECTED}: {exc}")
+            self.on_health(self.health)
+            log.error("%s: %s: %s (not retried: check the host key)", self.name, HOST_KEY_REJECTED, exc)
             return False
-        self.health.set_state("auth_failed" if isinstance(exc, AuthFailed) else "backoff", str(exc))
+        kind = "authentication refused: " if isinstance(exc, AuthFailed) else ""
+        self.health.set_state("reconnecting", f"{kind}{exc}")
         self.health.reconnects += 1
         self.health.next_retry_in = delay
-        log.warning("%s: %s; retrying in %.1f s", self.name, exc, delay)
+        self.on_health(self.health)
+        log.warning("%s: %s%s; retrying in %.1f s", self.name, kind, exc, delay)
         return not self._stop.wait(delay)
 
     # -- following ----------------------------------------------------------------------------
     def _follow(self, transport: Transport) -> None:
-        for tail in self.tails.values():
+        for tail in self.tails.values():  # a new connection: every tail continues on it
             tail.rebind(transport)
         self._discover(transport)
         watch = self._watch(transport)
@@ -126,10 +163,10 @@ class HostFollower:
             while not self._stop.is_set():
                 self._poll_files(transport)
                 if gpu is not None:
-                    self._deliver_gpu(gpu)
+                    self._deliver_live("gpu", "nvidia-smi", gpu.read(0.0))
                 if self.options.metrics_port and time.monotonic() >= next_metrics:
                     next_metrics = time.monotonic() + self.options.metrics_interval
-                    self._scrape(transport)
+                    self._scrape(transport, self.options.metrics_port)
                 if time.monotonic() >= next_glob:
                     next_glob = time.monotonic() + self.options.glob_interval
                     if self._discover(transport):
@@ -143,74 +180,78 @@ class HostFollower:
                 gpu.close()
 
     def _watch(self, transport: Transport) -> Watch:
-        return Watch(transport, [path for _, path in self.tails] if self.options.wake else [])
+        return Watch(transport, sorted(path for _, path in self.tails) if self.options.wake else [])
 
     def _discover(self, transport: Transport) -> bool:
         """Add tails for paths not followed yet (new output folders); True if any was added."""
         added = False
         for spec in self.sources:
-            paths = transport.glob(spec.pattern) if spec.kind == "outputs" else [spec.pattern]
+            paths = transport.glob(spec.pattern) if spec.expands else [spec.pattern]
             for path in paths:
                 if (spec.kind, path) in self.tails:
                     continue
                 state = self.sink.load_state(self.name, spec.kind, path)
                 self.tails[(spec.kind, path)] = Tail(transport, path, spec.kind, state)
                 self._delivered[(spec.kind, path)] = state
-                self.health.sources[f"{spec.kind}:{path}"] = SourceHealth(spec.kind, path)
+                self.health.source(spec.kind, path)
                 added = True
         return added
 
     def _poll_files(self, transport: Transport) -> None:
         keys = list(self.tails)
-        batch = getattr(transport, "stat_many", None)
-        stats = batch([p for _, p in keys]) if batch is not None else {}
+        batched = getattr(transport, "stat_many", None)
+        stats = batched([p for _, p in keys]) if batched is not None and keys else {}
         for key in keys:
             tail = self.tails[key]
-            known = stats.get(key[1], UNKNOWN)
+            known: FileStat | Unknown | None = stats.get(key[1], UNKNOWN)
+            # Again only while the tail is behind (a long file takes several reads): another poll
+            # after it caught up would be one more stat round trip per file and wake-up, for nothing.
             while self._poll_one(key, tail, known) and tail.behind:
-                known = UNKNOWN  # catching up: stat again for the next chunk
+                known = UNKNOWN  # the batched stat was for the first read
 
-    def _poll_one(self, key: tuple[str, str], tail: Tail, known: object) -> bool:
-        lines = tail.poll(known)  # type: ignore[arg-type]
+    def _poll_one(self, key: tuple[str, str], tail: Tail, known: FileStat | Unknown | None) -> bool:
+        counters = tail_counters(tail.stats)
+        bytes_before = tail.stats.bytes_read
+        lines = tail.poll(known)
         if not lines and tail.state == self._delivered.get(key):
+            self.sink.idle(self.name, key[0], key[1])
             return False
         try:
-            self.sink.deliver(self.name, key[0], key[1], lines, tail.state)
+            delivered = self.sink.deliver(self.name, key[0], key[1], lines, tail.state)
         except Exception as exc:  # the store refused: rewind, same lines again next round
             tail.rewind(self._delivered.get(key))
             self.health.last_error = f"store: {exc}"
-            log.exception("%s: delivering %s failed", self.name, key[1])
+            log.error("%s: storing %s failed: %s", self.name, key[1], exc)
             self._stop.wait(self.options.poll_interval)
             return False
         self._delivered[key] = tail.state
-        self._account(key, tail, lines)
+        health = self.health.source(key[0], key[1])
+        records, unparsed = delivered or (0, 0)
+        health.saw(len(lines), tail.stats.bytes_read - bytes_before, records, unparsed)
+        health.add_counts({k: v - counters[k] for k, v in tail_counters(tail.stats).items()})
         return True
 
-    def _account(self, key: tuple[str, str], tail: Tail, lines: list[Line]) -> None:
-        health = self.health.sources[f"{key[0]}:{key[1]}"]
-        stats = tail.stats
-        health.bytes, health.lines = stats.bytes_read, stats.lines
-        health.truncated_lines, health.replaced_lines = stats.truncated_lines, stats.replaced_lines
-        health.rotations, health.truncations = stats.rotations, stats.truncations + stats.replacements
-        if lines:
-            health.last_line_at = time.time()
+    def _deliver_live(self, kind: str, path: str, lines: list[Line]) -> None:
+        """GPU samples and /metrics scrapes: nothing to resume, so a refused batch is only logged."""
+        if not lines:
+            return
+        try:
+            delivered = self.sink.deliver(self.name, kind, path, lines, None)
+        except Exception as exc:
+            self.health.last_error = f"store: {exc}"
+            log.error("%s: storing %s failed: %s", self.name, kind, exc)
+            return
+        records, unparsed = delivered or (0, 0)
+        self.health.source(kind, path).saw(len(lines), sum(len(ln.text) + 1 for ln in lines), records, unparsed)
 
-    def _deliver_gpu(self, gpu: GpuSampler) -> None:
-        lines = gpu.read(0.0)
-        if lines:
-            self.sink.deliver(self.name, "gpu", "nvidia-smi", lines, None)
-            self.health.gpu_samples += len(lines)
-
-    def _scrape(self, transport: Transport) -> None:
-        port = self.options.metrics_port
-        assert port is not None
+    def _scrape(self, transport: Transport, port: int) -> None:
+        path = f"127.0.0.1:{port}/metrics"
         try:
             text = scrape(transport, port)
-        except CollectorError as exc:
-            self.health.last_error = str(exc)  # the server may simply not run with --enable-metrics
+        except CollectorError as exc:  # the server may be restarting or run without --enable-metrics
+            self.health.source("metrics", path).unparsed += 1
+            self.health.last_error = f"/metrics: {exc}"
             return
         # generation = scrape time (ms), offset = end of the line in that scrape: unique keys
         split = LineSplitter("metrics", int(time.time() * 1000), 0, 0)
-        lines = split.feed(text.encode() if text.endswith("\n") else text.encode() + b"\n")
-        self.sink.deliver(self.name, "metrics", f"127.0.0.1:{port}/metrics", lines, None)
-        self.health.metrics_scrapes += 1
+        self._deliver_live("metrics", path, split.feed(text.encode() if text.endswith("\n") else text.encode() + b"\n"))

@@ -278,6 +278,7 @@ class Tail:
             if not data:
                 break
             lines += d.split.feed(data)
+            self.stats.bytes_read += len(data)
             d.last_growth = time.monotonic()
         if final or time.monotonic() - d.last_growth >= self.rotate_wait:
             lines += d.split.flush()

@@ -28,8 +28,8 @@ from app.alerts.state import AlertState, Observation, State, force, step
 from app.alerts.text import public
 from app.alerts.watches import WATCHES, Freshness, WatchContext
 from app.config import HostConfig
-from app.pipeline.health import HostHealth
 from app.store.base import Store
+from collectors.health import HostHealth
 
 log = logging.getLogger(__name__)
 FIRST_LOOKBACK_S = 600.0

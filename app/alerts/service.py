@@ -28,8 +28,8 @@ from app.alerts.engine import (
 from app.alerts.rules import rules_for_host
 from app.alerts.state import AlertState
 from app.alerts.text import public
-from app.pipeline.health import HostHealth
 from app.pipeline.heartbeat import stored_health
+from collectors.health import HostHealth
 
 if TYPE_CHECKING:
     from app.services import Services

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from app.alerts.rules import RuleSpec
 from app.alerts.state import Observation
 from app.config import HostConfig
-from app.pipeline.health import HostHealth
 from app.store.base import Store
+from collectors.health import HOST_KEY_REJECTED, HostHealth
 
 EVENT_ROWS_LIMIT = 100_000
 # Which committed rows prove a source is alive: metrics, and event rows by their `source`.
 SOURCE_METRICS = {"server_log": ("token_usage",), "client_log": ("client_done",), "outputs": ("completions",)}
-HOST_KEY_PREFIX = "host key rejected"
+HOST_KEY_PREFIX = HOST_KEY_REJECTED  # how the collector words it
 
 
 @dataclass

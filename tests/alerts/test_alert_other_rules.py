@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.config import HostConfig
-from app.pipeline.health import HostHealth
+from collectors.health import HostHealth
 from tests.alerts.recorded import HOST, T0, Rig, every
 
 

@@ -52,3 +52,40 @@ def test_unknown_host_key_is_refused_and_not_retried(tmp_path: Path, sshd: Any) 
         assert len(services.store.series("gpu1", "running_req")[0]) == 0
     finally:
         services.stop()
+
+
+def test_the_app_collector_survives_rotation_and_a_dropped_connection(tmp_path: Path, sshd: Any) -> None:
+    """The app's own path (HostCollector: the host loop with the parsing store sink) over real sshd:
+    a rename rotation and a dropped SSH session while lines keep coming; every decode line becomes
+    exactly one stored sample, and the source's health counts the rotation and the reconnect."""
+    import os
+    import signal
+    import time
+
+    log = tmp_path / "server.log"
+    append_lines(log, 1, 100)
+    services = build_services(ssh_config(tmp_path, sshd))
+    collector = services.collectors["gpu1"]
+    collector.interval = 0.05
+    services.start_collectors()
+    try:
+        running = lambda: services.store.series("gpu1", "running_req")[0]  # noqa: E731
+        wait_until(lambda: len(running()) == 100, timeout=20)
+        log.rename(tmp_path / "server.log.1")
+        append_lines(tmp_path / "server.log.1", 101, 50)  # the writer still holds the old file
+        append_lines(log, 151, 50)
+        wait_until(lambda: len(running()) == 200, timeout=20)
+        for pid in sshd.session_pids():
+            os.kill(pid, signal.SIGKILL)
+        append_lines(log, 201, 100)
+        wait_until(lambda: collector.health.reconnects >= 1 and collector.health.state == "up", timeout=20)
+        wait_until(lambda: len(running()) == 300, timeout=20)
+        time.sleep(0.5)  # nothing arrives twice later either
+        values = sorted(services.store.series("gpu1", "running_req")[1])
+        assert values == [float(n) for n in range(1, 301)]
+        server = collector.health.as_dict()["sources"]["server_log"]
+        assert server["rotations"] == 1
+        assert server["records"] == 300 and server["unparsed"] == 0
+        assert server["bytes"] == (tmp_path / "server.log.1").stat().st_size + log.stat().st_size
+    finally:
+        services.stop()

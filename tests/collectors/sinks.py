@@ -44,6 +44,9 @@ class SqliteSink:
                                 (host, kind, path, json.dumps(state.as_dict())))
             self.db.execute("COMMIT")
 
+    def idle(self, host: str, kind: str, path: str) -> None:
+        return None  # raw lines: nothing is held back
+
     def texts(self, kind: str | None = None) -> list[str]:
         with self.lock:
             if kind is None:

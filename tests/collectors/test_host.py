@@ -1,5 +1,7 @@
-"""HostFollower against real sshd: reconnects after drops and hangs, kill -9 and resume, globs,
-GPU loop and /metrics tunnel. Writers number their lines; every line is stored exactly once."""
+"""HostFollower (the host loop the app runs) against real sshd: reconnects after drops and hangs,
+kill -9 and resume, globs, GPU loop and /metrics tunnel. Writers number their lines; every line is
+stored exactly once. The sink keeps raw lines; tests/app/test_collector_sink.py runs the same loop
+with the app's parsing store sink."""
 
 from __future__ import annotations
 
@@ -178,7 +180,7 @@ def test_new_output_folders_are_found(sshd: Sshd, tmp_path: Path, sink: SqliteSi
     wait_for(lambda: len(sink.texts("outputs")) == 20, what="second dataset")
     assert sorted(sink.seqs("outputs")) == list(range(1, 21))
     sources = follower.health.sources
-    assert sources[f"outputs:{tmp_path / 'ds2' / 'raw_responses.jsonl'}"].lines == 5
+    assert sources["outputs:ds2"].lines == 5 and sources["outputs:ds1"].lines == 15
     size = sum(p.stat().st_size for p in tmp_path.glob("*/raw_responses.jsonl"))
     assert sum(s.bytes for s in sources.values()) == size  # incremental: bytes read == bytes appended
 
@@ -198,10 +200,12 @@ def test_host_key_change_stops_without_retry(sshd: Sshd, tmp_path: Path, sink: S
 
     follower = HostFollower("h", connect, [SourceSpec("server_log", "/nonexistent")], sink).start()
     running.append(follower)
-    wait_for(lambda: follower.health.state == "host_key_rejected", what="rejection")
+    wait_for(lambda: follower.health.state == "failed", what="rejection")
     time.sleep(0.5)
     assert attempts == [1]
     assert "CHANGED" in (follower.health.last_error or "")
+    assert (follower.health.last_error or "").startswith("host key rejected")
+    assert follower.health.reconnects == 0
 
 
 def test_auth_failure_backs_off_slowly(sshd: Sshd, tmp_path: Path, sink: SqliteSink,
@@ -211,7 +215,8 @@ def test_auth_failure_backs_off_slowly(sshd: Sshd, tmp_path: Path, sink: SqliteS
     follower = HostFollower("h", lambda: SshTransport(target).connect(),
                             [SourceSpec("server_log", "/nonexistent")], sink).start()
     running.append(follower)
-    wait_for(lambda: follower.health.state == "auth_failed", what="auth failure")
+    wait_for(lambda: follower.health.state == "reconnecting", what="auth failure")
+    assert (follower.health.last_error or "").startswith("authentication refused")
     assert (follower.health.next_retry_in or 0) >= 60
 
 

@@ -44,7 +44,7 @@ def test_a_full_disk_is_reported_and_recovered_without_loss(tmp_path: Path) -> N
         append_lines(tmp_path / "server.log", 201, 5000)
         wait_until(lambda: "full" in (collector.health.last_error or ""), timeout=30)
         assert collector.health.last_error == "store: database or disk is full"
-        assert collector._thread.is_alive()
+        assert collector.is_alive()
         stuck = stored_lines(store)
         store._db.execute("PRAGMA max_page_count=1073741823")  # space is back
         wait_until(lambda: len(stored_lines(store)) == 5200, timeout=60)

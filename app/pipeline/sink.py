@@ -1,0 +1,83 @@
+"""The app's sink for a host's lines: parse them, commit records with the tail's offset, publish.
+
+`collectors.host.HostFollower` hands it complete lines and the TailState after them. One store
+transaction holds both, so a crash at any point re-reads from the committed offset and stores
+nothing twice. A commit that fails raises: the follower rewinds the tail and reads the same lines
+again (the parser has seen them: a traceback it held may come out twice, never a sample).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from app.bus import EventBus
+from app.pipeline.batches import METRICS_PREFIX, BatchBuilder, parser_for
+from app.store.base import Batch, Store
+from collectors.base import Line
+from collectors.host import Delivered
+from collectors.tail_state import TailState
+from parsers import LineParser, Record, create_parser
+
+log = logging.getLogger(__name__)
+PUBLISHED_EVENTS = {"capacity": "run", "server_args": "run", "event": "event"}
+
+
+class StoreSink:
+    def __init__(self, host: str, store: Store, bus: EventBus) -> None:
+        self.host, self.store, self.bus = host, store, bus
+        self.builder = BatchBuilder(host)
+        self._parsers: dict[tuple[str, str], LineParser | None] = {}
+        self._gpu_parser = create_parser("nvidia-smi")
+
+    def load_state(self, host: str, kind: str, path: str) -> TailState | None:
+        state = TailState.from_dict(self.store.load_state(host, kind, path))
+        if kind == "outputs":  # the host's completions add up every output file's line count
+            self.builder.aggregator.seed("completions", path, float(state.line_no if state else 0))
+        self._parsers[(kind, path)] = parser_for(kind)
+        return state
+
+    def deliver(self, host: str, kind: str, path: str, lines: list[Line], state: TailState | None) -> Delivered:
+        if kind in ("gpu", "metrics"):
+            records, unparsed = self._parse_live(kind, lines)
+            prefix = METRICS_PREFIX if kind == "metrics" else ""
+            self._commit(self.builder.from_records(kind, path, records, prefix=prefix))
+            return Delivered(len(records), unparsed)
+        parser = self._parsers.get((kind, path))
+        batch, n_records, unparsed = self.builder.from_lines(kind, path, parser, lines, state)
+        self._commit(batch)
+        return Delivered(n_records, unparsed)
+
+    def idle(self, host: str, kind: str, path: str) -> None:
+        """A parser holds a traceback until the next line; an idle file means it has ended."""
+        parser = self._parsers.get((kind, path))
+        records = parser.flush() if parser is not None else []
+        if records:
+            try:
+                self._commit(self.builder.from_records(kind, path, records))
+            except Exception as exc:  # lines already committed; only this late record is lost
+                log.error("%s: storing the end of a traceback in %s failed: %s", self.host, path, exc)
+
+    def _parse_live(self, kind: str, lines: list[Line]) -> tuple[list[Record], int]:
+        # a /metrics scrape is a document of its own: a fresh parser, flushed at its end
+        parser = self._gpu_parser if kind == "gpu" else create_parser("prometheus")
+        before = parser.health.unparsed
+        records = [r for line in lines for r in parser.feed(line.line_no, line.text)]
+        if kind == "metrics":
+            records += parser.flush()
+        return records, parser.health.unparsed - before
+
+    def _commit(self, batch: Batch) -> None:
+        self.store.commit(batch)
+        self._publish(batch)
+
+    def _publish(self, batch: Batch) -> None:
+        points: dict[str, list[list[float]]] = {}
+        for sample in batch.samples:
+            if not sample.rank:
+                points.setdefault(sample.metric, []).append([sample.t, sample.v])
+        if points:
+            self.bus.publish("sample", {"host": self.host, "points": points})
+        for event in batch.events:
+            if event.kind in PUBLISHED_EVENTS:
+                data = {"host": self.host, "kind": event.kind, "t": event.t, **event.data}
+                self.bus.publish(PUBLISHED_EVENTS[event.kind], data)
