@@ -78,6 +78,10 @@ def test_restart_marker_appears_live(live_run: tuple[ScriptedRun, str], page: An
     restarts = [x for name, x in shapes if name in ("marker-run", "marker-restart")]
     assert len(restarts) == 2
     assert abs(max(restarts) - restarted_at) <= 1
+    # markerCount is set when the markers are handed to plotly; their labels are drawn a frame later
+    page.wait_for_function(
+        "[...document.querySelectorAll('#chart-throughput .annotation-text')]"
+        ".filter(a => /^(run |server start)/.test(a.textContent)).length >= 2", timeout=5_000)
     labels = page.locator("#chart-throughput .annotation-text").all_text_contents()
     assert len([label for label in labels if label.startswith(("run ", "server start"))]) == 2, labels
     assert outside == []
