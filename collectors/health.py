@@ -19,6 +19,7 @@ class SourceHealth:
     replaced_lines: int = 0
     rotations: int = 0
     truncations: int = 0
+    copies_drained: int = 0  # truncations whose unread rest was recovered from the copy
     last_line_at: float | None = None
 
     def last_line_age(self, now: float | None = None) -> float | None:

@@ -192,6 +192,7 @@ class HostFollower:
         health.bytes, health.lines = stats.bytes_read, stats.lines
         health.truncated_lines, health.replaced_lines = stats.truncated_lines, stats.replaced_lines
         health.rotations, health.truncations = stats.rotations, stats.truncations + stats.replacements
+        health.copies_drained = stats.copies_drained
         if lines:
             health.last_line_at = time.time()
 
