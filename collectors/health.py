@@ -13,7 +13,7 @@ HostState = Literal["connecting", "up", "reconnecting", "failed", "stopped"]
 HOST_KEY_REJECTED = "host key rejected"  # how `last_error` starts when the state is "failed" for that
 
 TAIL_COUNTERS = ("truncated_lines", "replaced_lines", "rotations", "truncations", "replacements",
-                 "lost_generations")
+                 "copies_drained", "lost_generations")
 
 
 def source_key(kind: str, path: str) -> str:
@@ -37,6 +37,7 @@ class SourceHealth:
     rotations: int = 0
     truncations: int = 0
     replacements: int = 0
+    copies_drained: int = 0  # truncations whose unread rest was recovered from the copy
     lost_generations: int = 0  # a rotated file vanished before it was read to its end
     last_line_at: float | None = None
 

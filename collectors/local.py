@@ -63,6 +63,14 @@ class LocalTransport:
             return None
         return None
 
+    def regular_files(self, directory: str) -> list[str]:
+        """Paths of the regular files in `directory` (symlinks not followed, as over SFTP)."""
+        try:
+            with os.scandir(os.path.expanduser(directory)) as entries:
+                return sorted(e.path for e in entries if e.is_file(follow_symlinks=False))
+        except OSError:
+            return []
+
     def open_stream(self, argv: list[str], pty: bool = False) -> LocalStream:
         """`pty` is accepted for symmetry with SSH; a local child is killed on close anyway."""
         return LocalStream(argv)

@@ -250,6 +250,19 @@ class SshTransport:
                 continue
         return None
 
+    def regular_files(self, directory: str) -> list[str]:
+        """Paths of the regular files in `directory`: one SFTP listing, modes included."""
+        full = self.abspath(directory)
+        with self._lock:
+            try:
+                with map_ssh_errors(f"{self.name}:{full}"):
+                    entries = self._sftp_client().listdir_attr(full)
+            except CollectorError as exc:
+                if isinstance(exc, StreamClosed):
+                    raise
+                return []
+        return sorted(posixpath.join(full, e.filename) for e in entries if statmod.S_ISREG(e.st_mode or 0))
+
     def _listdir(self, directory: str) -> list[str]:
         with self._lock:
             try:

@@ -10,14 +10,19 @@ What each change of the file behind the path becomes:
   generation is drained to its end, and kept open until it stops growing for `rotate_wait` s, while
   the new file is read from 0 as the next generation;
 - copytruncate / truncate (size below what we read) and truncate-and-regrow (the bytes before our
-  offset changed): new generation from 0;
+  offset changed): new generation from 0. If exactly one copy of the old generation lies next to the
+  path (copytruncate's `server.log.1`, later `.2`, dateext `server.log-20261203`: longer than our
+  offset, same head fingerprint and same bytes before the offset; collectors/tail_copies.py), the
+  rest of the old generation is first drained from that copy, keeping its generation and numbers;
 - atomic replace (another inode, old one gone): if the new file starts with exactly the bytes we
   already read, we continue at our offset; otherwise new generation from 0;
 - path missing: nothing is lost, the tail waits; when the path reappears it is a new generation.
 
 Limits: a file deleted, recreated (reusing the inode) and regrown with identical leading bytes
 between two polls cannot be told apart from the old one; a file renamed out of its directory
-cannot be drained (counted in `stats.lost_generations`).
+cannot be drained (counted in `stats.lost_generations`). Copytruncate still loses what the writer
+appended between the copy and the truncation (it is nowhere any more), and everything after our
+offset when no copy qualifies (compressed or moved away at once, or two copies that both match).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 
 from collectors.base import CollectorError, FileStat, Line, SourceMissing, Transport
 from collectors.lines import MAX_LINE_BYTES, LineSplitter
+from collectors.tail_copies import find_copy
 from collectors.tail_state import HEAD_BYTES, MARKER_BYTES, DrainState, TailState, digest
 
 READ_CHUNK = 8 << 20  # per poll and file: one busy file cannot starve the others
@@ -50,6 +56,7 @@ class TailStats:
     truncations: int = 0
     replacements: int = 0
     lost_generations: int = 0  # an old generation vanished before it was drained
+    copies_drained: int = 0  # truncations whose unread rest was drained from a copy (see tail_copies)
 
 
 @dataclass
@@ -58,6 +65,7 @@ class _Drain:
     inode: int
     path: str | None
     last_growth: float
+    grows: bool = True  # a renamed file may still be written; a copytruncate copy is complete
 
 
 class Tail:
@@ -174,8 +182,7 @@ class Tail:
             self._switch(st, recreated=self._vanished)
             self._vanished = False
         elif st.size < cur.read_pos or (self._verify and not self._verified(st)):
-            self.stats.truncations += 1
-            self._new_generation(st, cur.generation + 1)
+            self._early += self._truncated(st)
 
     def _switch(self, st: FileStat, recreated: bool) -> None:
         """The path names another file: a rename rotation (old inode found nearby) or a replace."""
@@ -217,10 +224,8 @@ class Tail:
         cur = self._cur
         assert cur is not None
         if self._verify and not self._verified(st):
-            self.stats.truncations += 1
-            self._new_generation(st, cur.generation + 1)
-            cur = self._cur
-            assert cur is not None
+            self.behind = True  # the copy, if any, then the new file: from the next poll on
+            return self._truncated(st)
         avail = st.size - cur.read_pos
         self.behind = avail > self.read_chunk
         if avail <= 0:
@@ -228,10 +233,8 @@ class Tail:
         m = len(self._tail)
         data = self.transport.read(self.path, cur.read_pos - m, min(avail, self.read_chunk) + m)
         if data[:m] != self._tail:  # rewritten under us since the last read
-            self.stats.truncations += 1
-            self._new_generation(st, cur.generation + 1)
             self.behind = True
-            return []
+            return self._truncated(st)
         return self._feed(data[m:])
 
     def _feed(self, data: bytes) -> list[Line]:
@@ -251,7 +254,26 @@ class Tail:
         self._tail = (self._tail + data[-MARKER_BYTES:])[-MARKER_BYTES:]
         return lines
 
-    # -- the old generation after a rename ---------------------------------------------------
+    def _truncated(self, st: FileStat) -> list[Line]:
+        """Truncated or rewritten in place: the new content is the next generation, from 0. If a
+        copy of the old one sits next to it (copytruncate), its rest is drained first, with the old
+        generation's numbers. Returns the lines of an older drain that had to be finished."""
+        cur = self._cur
+        assert cur is not None
+        old = self._snapshot()  # what we committed of the old generation (digests only)
+        copy = find_copy(self.transport, self.path, old, st.inode) if old is not None else None
+        self.stats.truncations += 1  # after the look-up: a dropped connection retries it uncounted
+        finished: list[Line] = []
+        if copy is not None:
+            if self._drain is not None:  # one drain at a time: read the older generation out now
+                finished = self._poll_drain(final=True)
+            self.stats.copies_drained += 1
+            split = self._splitter(cur.generation, cur.offset, cur.line_no)
+            self._drain = _Drain(split, copy.inode, copy.path, time.monotonic(), grows=False)
+        self._new_generation(st, cur.generation + 1)
+        return finished
+
+    # -- an old generation after a rename or a copytruncate ----------------------------------
     def _find(self, inode: int) -> str | None:
         finder = getattr(self.transport, "find_inode", None)
         if finder is None:
@@ -263,27 +285,37 @@ class Tail:
         d = self._drain
         if d is None:
             return []
-        st = self._stat(d.path) if d.path else None
-        if st is None or st.inode != d.inode:
-            d.path = self._find(d.inode)
-            st = self._stat(d.path) if d.path else None
-        if st is None or st.inode != d.inode or d.path is None:
-            self.stats.lost_generations += 1
-            self._drain = None
-            return d.split.flush()
         lines: list[Line] = []
-        while st.size > d.split.read_pos:
+        st = self._drain_stat(d)
+        while st is not None and d.path is not None and st.size > d.split.read_pos:
             n = min(st.size - d.split.read_pos, self.read_chunk)
-            data = self.transport.read(d.path, d.split.read_pos, n)
+            try:
+                data = self.transport.read(d.path, d.split.read_pos, n)
+            except SourceMissing:  # renamed or removed since the stat: found by inode next poll, or lost
+                d.path = None
+                if not final:
+                    return lines
+                st = None
+                break
             if not data:
                 break
             lines += d.split.feed(data)
             self.stats.bytes_read += len(data)
             d.last_growth = time.monotonic()
-        if final or time.monotonic() - d.last_growth >= self.rotate_wait:
+        if st is None:  # gone (deleted, moved away, compressed) before we read it all
+            self.stats.lost_generations += 1
+        if st is None or final or not d.grows or time.monotonic() - d.last_growth >= self.rotate_wait:
             lines += d.split.flush()
             self._drain = None
         return lines
+
+    def _drain_stat(self, d: _Drain) -> FileStat | None:
+        """The drained file's stat, found again by inode if it was renamed (None: it is gone)."""
+        st = self._stat(d.path) if d.path else None
+        if st is None or st.inode != d.inode:
+            d.path = self._find(d.inode)
+            st = self._stat(d.path) if d.path else None
+        return st if st is not None and st.inode == d.inode else None
 
     def _finish_drain(self) -> None:
         if self._drain is not None:  # a second rotation before the first drained: read it out now

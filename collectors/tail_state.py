@@ -21,7 +21,8 @@ def digest(data: bytes) -> str:
 
 @dataclass(frozen=True, slots=True)
 class DrainState:
-    """An older generation still being read after a rename rotation (the writer may lag)."""
+    """An older generation still being read: after a rename rotation (the writer may lag), or from
+    the copy a copytruncate left (`inode` is then the copy's)."""
 
     generation: int
     inode: int

@@ -4,9 +4,12 @@ stored exactly once."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 from pathlib import Path
+
+import pytest
 
 from collectors.base import Transport
 from collectors.tail import Tail
@@ -85,6 +88,132 @@ def test_copytruncate(transport: Transport, tmp_path: Path) -> None:
     sink.until(tail, sink.has(310))
     assert_exactly_once(sink, 1, 310)
     assert tail.stats.truncations == 1
+
+
+def test_copytruncate_drains_what_only_the_copy_holds(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.write(fd, numbered(1, 300))
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    os.write(fd, numbered(301, 420))  # after our last read: once truncated, only the copy has them
+    shutil.copy(log, tmp_path / "server.log.1")
+    os.truncate(log, 0)
+    os.write(fd, numbered(421, 450))
+    os.close(fd)
+    sink.until(tail, sink.has(450))
+    assert_exactly_once(sink, 1, 450)
+    assert (tail.stats.truncations, tail.stats.copies_drained, tail.stats.lost_generations) == (1, 1, 0)
+    old = [line for line in sink.lines if line.generation == 1]
+    new = [line for line in sink.lines if line.generation == 2]
+    assert [line.line_no for line in old] == list(range(1, 421))  # the old generation's numbers go on
+    assert old[-1].offset == len(numbered(1, 420))
+    assert [line.line_no for line in new] == list(range(1, 31))
+    assert new[-1].offset == len(numbered(421, 450))
+    assert sink.state is not None and sink.state.draining is None
+
+
+def test_copytruncate_loses_only_the_copy_window(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.write(fd, numbered(1, 300))
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    os.write(fd, numbered(301, 400))
+    shutil.copy(log, tmp_path / "server.log.1")
+    os.write(fd, numbered(401, 410))  # between the copy and the truncate: in neither file
+    os.truncate(log, 0)
+    os.write(fd, numbered(411, 450))
+    os.close(fd)
+    sink.until(tail, sink.has(440))
+    assert sorted(sink.seqs()) == [*range(1, 401), *range(411, 451)]
+    assert tail.stats.copies_drained == 1
+
+
+def test_stale_copies_are_not_drained(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 200))
+    (tmp_path / "server.log.2").write_bytes(numbered(9001, 9500))  # an older generation: another head
+    # same first KiB as ours (a deterministic start), other bytes before our offset
+    (tmp_path / "server.log-20261202").write_bytes(numbered(1, 100) + numbered(8001, 8500))
+    (tmp_path / "server.log.1.gz").write_bytes(numbered(1, 300))  # a compressed name is never read
+    (tmp_path / "server.log.d").mkdir()  # a directory is not a copy (reading one over SFTP fails)
+    assert (tmp_path / "server.log.d").stat().st_size > len(numbered(1, 200))
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    append(log, numbered(201, 300))  # unread when truncated, and no copy holds them
+    os.truncate(log, 0)
+    append(log, numbered(1001, 1010))
+    sink.until(tail, sink.has(210))
+    assert sorted(sink.seqs()) == [*range(1, 201), *range(1001, 1011)]  # as without any copy
+    assert (tail.stats.truncations, tail.stats.copies_drained) == (1, 0)
+
+
+@pytest.mark.parametrize("regrown", [False, True])
+def test_copytruncate_while_kvwatch_was_down(transport: Transport, tmp_path: Path, regrown: bool) -> None:
+    """Found from the committed digests alone; `regrown`: the new file is already longer than the
+    old offset, so only the marker shows that it is another file."""
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 300))
+    sink = Sink()
+    sink.poll(Tail(transport, str(log), "s"))
+    append(log, numbered(301, 400))
+    shutil.copy(log, tmp_path / "server.log.1")
+    os.truncate(log, 0)
+    last = 1000 if regrown else 420
+    append(log, numbered(401, last))
+    tail = Tail(transport, str(log), "s", sink.state)
+    sink.until(tail, sink.has(last))
+    assert_exactly_once(sink, 1, last)
+    assert (tail.stats.truncations, tail.stats.copies_drained) == (1, 1)
+
+
+def test_copytruncate_with_dateext_names(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    (tmp_path / "server.log-20261202").write_bytes(numbered(5001, 5400))  # yesterday's copy
+    append(log, numbered(1, 300))
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    append(log, numbered(301, 350))
+    shutil.copy(log, tmp_path / "server.log-20261203")
+    os.truncate(log, 0)
+    append(log, numbered(351, 360))
+    sink.until(tail, sink.has(360))
+    assert_exactly_once(sink, 1, 360)
+    assert tail.stats.copies_drained == 1
+
+
+@pytest.mark.parametrize("then", ["renamed", "compressed"])
+def test_copy_drain_resumed_after_a_crash(transport: Transport, tmp_path: Path, then: str) -> None:
+    """Truncated and regrown before our next read: the poll that notices it commits the pending
+    drain (by the copy's inode). kvwatch dies; meanwhile the copy moves on to `.2`, or is compressed."""
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 300))
+    tail, sink = Tail(transport, str(log), "s"), Sink()
+    sink.poll(tail)
+    append(log, numbered(301, 400))
+    shutil.copy(log, tmp_path / "server.log.1")
+    os.truncate(log, 0)
+    append(log, numbered(401, 1000))
+    assert sink.poll(tail) == []
+    assert sink.state is not None and sink.state.draining is not None
+    assert sink.state.draining.inode == (tmp_path / "server.log.1").stat().st_ino
+    copy = tmp_path / "server.log.1"
+    if then == "renamed":
+        os.rename(copy, tmp_path / "server.log.2")
+    else:
+        with gzip.open(tmp_path / "server.log.1.gz", "wb") as packed:
+            packed.write(copy.read_bytes())
+        copy.unlink()
+    resumed = Tail(transport, str(log), "s", sink.state, rotate_wait=0.2)
+    want = 1000 if then == "renamed" else 900
+    sink.until(resumed, lambda s: len(s.lines) >= want and s.state is not None and s.state.draining is None)
+    if then == "renamed":
+        assert_exactly_once(sink, 1, 1000)
+        assert resumed.stats.lost_generations == 0
+    else:  # gone before it was drained: counted, as for a rotated file compressed too early
+        assert sorted(sink.seqs()) == [*range(1, 301), *range(401, 1001)]
+        assert resumed.stats.lost_generations == 1
 
 
 def test_truncate_and_regrow_past_the_offset(transport: Transport, tmp_path: Path) -> None:

@@ -3,10 +3,10 @@ and copytruncate rotations, `kill -9` of the `kvwatch collect` process and dropp
 random moments. Afterwards the store holds every written line exactly once, and the collector's RSS
 (sampled once a second) stays flat.
 
-Copytruncate is quiesced: logrotate copies and truncates while the writer goes on, so bytes written
-after the tail's last read and before the truncate are gone from the live file whatever the tail does
-(collectors/tail.py reads the new generation from 0). The soak therefore truncates once the tail has
-caught up, which is what this test can promise: no line lost or doubled around the truncation.
+Copytruncate is quiesced: the soak truncates once the tail has caught up (it was written when the tail
+read the new generation from 0 and lost the unread rest). The tail now drains that rest from the copy
+(collectors/tail_copies.py); copytruncate with unread lines is tested in
+tests/collectors/test_host.py::test_live_copytruncate_loses_nothing.
 """
 
 from __future__ import annotations
