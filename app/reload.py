@@ -77,11 +77,11 @@ class ConfigReloader:
             if collector is not None:
                 collector.stop()
         self.services.config = dataclasses.replace(config, server=self._server(config.server))
-        if self.services.alerts is not None:
-            self.services.alerts.reconfigure(self.services.config)
         for name in added + changed:
             collectors[name] = self.make_collector(new[name], self.services)
             collectors[name].start()
+        if self.services.alerts is not None:  # after the collectors: an added host has its health at once
+            self.services.alerts.reconfigure(self.services.config)
 
     def _plan_controllers(self, config: Config) -> ControllerSwap | None:
         if not self.controllers:
