@@ -4,6 +4,11 @@ The new file is read and checked like at start. Any error is logged as its one l
 config stays as it was. A good file applies its host changes: removed hosts stop collecting, added
 hosts start, a host whose table changed is restarted with the new table. Collected data is never
 touched: a restarted collector resumes each file from its committed offset.
+
+In `serve` the reload is complete: alerting takes the new hosts, `[alerts]` tables and webhook
+(AlertService.reconfigure), and the restart controllers are swapped in the dict the API reads
+(app.controller.swap). A controller in the middle of a restart refuses the whole reload. Server
+settings other than the webhook need a restart: a changed one is named in one log line and kept.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ import threading
 from collections.abc import Callable
 
 from app.alerts import validate_alert_config
-from app.config import Config, HostConfig, load_config
+from app.config import Config, HostConfig, ServerConfig, load_config
 from app.config_files import check_host_files
+from app.controller.swap import ControllerSwap, plan_swap
 from app.errors import KvwatchError
 from app.pipeline.collector import HostCollector
 from app.pipeline.heartbeat import claim_hosts, this_owner
@@ -24,15 +30,17 @@ from app.pipeline.transports import open_transport
 from app.services import Services
 
 log = logging.getLogger(__name__)
+LIVE_SERVER_KEYS = frozenset({"webhook"})  # the [server] keys a reload applies; the rest need a restart
 
 
 class ConfigReloader:
     def __init__(self, services: Services, path: str,
                  make_collector: Callable[[HostConfig, Services], HostCollector] | None = None,
-                 narrow: Callable[[Config], Config] | None = None) -> None:
+                 narrow: Callable[[Config], Config] | None = None, controllers: bool = False) -> None:
         self.services, self.path = services, path
         self.make_collector = make_collector or _collector
         self.narrow = narrow or (lambda config: config)  # `collect --only`: this process's share of the hosts
+        self.controllers = controllers  # `serve`: the restart controllers follow the hosts too
         self.reloads = 0
         self.failures = 0
         self._lock = threading.Lock()
@@ -58,17 +66,38 @@ class ConfigReloader:
         new = {h.name: h for h in config.hosts}
         changed = [name for name in new if name in old and new[name] != old[name]]
         added = [name for name in new if name not in old]
-        claim_hosts(self.services.store, added, this_owner())  # before anything stops: all or nothing
+        swap = self._plan_controllers(config)  # everything that can refuse comes before any change
+        claim_hosts(self.services.store, added, this_owner())
+        if swap is not None:
+            swap.hold()
+            swap.apply(self.services.controllers)
         collectors = self.services.collectors
         for name in [n for n in old if n not in new] + changed:
             collector = collectors.pop(name, None)
             if collector is not None:
                 collector.stop()
-        # Server settings (bind, port, database) need a restart; only hosts are applied live.
-        self.services.config = dataclasses.replace(config, server=self.services.config.server)
+        self.services.config = dataclasses.replace(config, server=self._server(config.server))
         for name in added + changed:
             collectors[name] = self.make_collector(new[name], self.services)
             collectors[name].start()
+        if self.services.alerts is not None:  # after the collectors: an added host has its health at once
+            self.services.alerts.reconfigure(self.services.config)
+
+    def _plan_controllers(self, config: Config) -> ControllerSwap | None:
+        if not self.controllers:
+            return None
+        return plan_swap(self.services.controllers, self.services.config, config, self.services.store)
+
+    def _server(self, new: ServerConfig) -> ServerConfig:
+        """The running [server] settings with the live ones taken from `new`; one line names the rest
+        that changed (by key only: token and webhook are secrets)."""
+        running = self.services.config.server
+        kept = [f.name for f in dataclasses.fields(ServerConfig)
+                if f.name not in LIVE_SERVER_KEYS and getattr(new, f.name) != getattr(running, f.name)]
+        if kept:
+            log.warning("reload: %s changed but not applied (needs a restart of kvwatch)",
+                        ", ".join(f"server.{key}" for key in kept))
+        return dataclasses.replace(running, **{key: getattr(new, key) for key in LIVE_SERVER_KEYS})
 
     def install(self) -> None:
         """Reload on SIGHUP, in a thread of its own (a signal handler must not block)."""

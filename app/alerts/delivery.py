@@ -43,9 +43,8 @@ class WebhookDelivery:
         backoff_max_s: float = 60.0,
         timeout_s: float = 10.0,
     ) -> None:
-        if urlsplit(url).scheme not in ("http", "https"):
-            raise ValueError("webhook: only http:// and https:// URLs are posted to")
-        self.url, self.store, self.base_url = url, store, base_url
+        self.url = _http_only(url)
+        self.store, self.base_url = store, base_url
         self.max_attempts, self.backoff_s, self.backoff_max_s = max_attempts, backoff_s, backoff_max_s
         self.timeout_s = timeout_s
         self._queue: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue()
@@ -54,6 +53,10 @@ class WebhookDelivery:
         self._known: set[str] = set()
         self.sent = 0  # counters for /api/hosts-style health and tests
         self.failed = 0
+
+    def retarget(self, url: str) -> None:
+        """Post to `url` from the next attempt on (a config reload changed the webhook)."""
+        self.url = _http_only(url)
 
     @property
     def target(self) -> str:
@@ -137,6 +140,12 @@ class WebhookDelivery:
             return f"HTTP {exc.code}", exc.code >= 500 or exc.code in RETRYABLE_STATUS
         except (urllib.error.URLError, OSError) as exc:
             return str(getattr(exc, "reason", exc)), True
+
+
+def _http_only(url: str) -> str:
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise ValueError("webhook: only http:// and https:// URLs are posted to")
+    return url
 
 
 def message(change: Change, dedup_key: str, base_url: str = "") -> dict[str, Any]:

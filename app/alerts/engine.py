@@ -10,6 +10,8 @@
 - `mute(host)` freezes a host's rules while the controller restarts its server; `unmute(host)` (or
   the mute running out) re-arms them: open alerts resolve with a note, data logged during the
   restart is skipped, stale timers restart, and the new run is judged from scratch.
+- `reconfigure(hosts, rules)` takes a reloaded config: kept hosts carry their states on with the new
+  rules, added hosts start like at start-up, and the open alerts of a removed host resolve.
 """
 
 from __future__ import annotations
@@ -108,6 +110,37 @@ class AlertEngine:
         self._fresh[host].refresh(self.store, host, now)
         for rule in self.rules[host].values():
             changes += self._evaluate_rule(host, rule, now)
+
+    def reconfigure(self, hosts: Sequence[HostConfig], rules: Mapping[str, tuple[RuleSpec, ...]]) -> list[Change]:
+        """Evaluate `hosts` with `rules` from now on. A kept host's states carry on (a firing alert
+        stays firing with its `since`, so nothing is re-sent); an added host starts like at start-up
+        (its stored states, if it had any, resume); a removed host's pending and firing alerts end
+        (firing -> resolved, noted "host removed from the config") and it is no longer evaluated."""
+        with self._lock:
+            now = self.clock()
+            new = {h.name: h for h in hosts}
+            changes: list[Change] = []
+            for host in [name for name in self.hosts if name not in new]:
+                changes += self._retire(host, now)
+            for name in new.keys() - self._readers.keys():
+                self._readers[name] = HostReader(self.store, name)
+                self._fresh[name] = Freshness(started=now)
+            # New dicts, not edits: the service's restart check iterates `hosts` outside the lock.
+            self.rules = {name: {r.name: r for r in rules.get(name, ())} for name in new}
+            self.hosts = new
+        return self._emit(changes)
+
+    def _retire(self, host: str, now: float) -> list[Change]:
+        changes = []
+        for alert in [a for a in self._alerts.values() if a.host == host]:
+            rule = self.rules[host].get(alert.rule)
+            if rule is not None:
+                t = now if rule.clock == "wall" else (alert.evaluated_to or now)
+                changes += self._forced(alert, rule, t, "host removed from the config", when=now)
+        if self._mutes.pop(host, None) is not None:  # a host added back later starts unmuted
+            self.store.put_document(MUTE_DOC, host, host, now, {"host": host, "until": 0.0, "reason": "removed"})
+        del self._readers[host], self._fresh[host]
+        return changes
 
     def mute(self, host: str, until: float | None = None, reason: str = "controller restart") -> None:
         """Freeze `host`'s alerts until `until` (epoch seconds, wall clock) or `unmute(host)`."""

@@ -3,6 +3,7 @@
 `start_alerting(services)` builds the rules from the config, the engine on the services' store and
 bus, the webhook from `[server] webhook`, and starts evaluating every `interval` seconds (1 s: a
 state change reaches the page within about a second of the record that caused it being committed).
+A config reload calls `reconfigure(config)`: new rules and hosts for the engine, and the new webhook.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from app.alerts.engine import (
 from app.alerts.rules import rules_for_host
 from app.alerts.state import AlertState
 from app.alerts.text import public
+from app.config import Config
 from app.pipeline.heartbeat import stored_health
 from collectors.health import HostHealth
 
@@ -39,8 +41,10 @@ EVALUATE_EVERY_S = 1.0
 
 
 class AlertService:
-    def __init__(self, engine: AlertEngine, delivery: WebhookDelivery | None, interval: float = EVALUATE_EVERY_S):
+    def __init__(self, engine: AlertEngine, delivery: WebhookDelivery | None, interval: float = EVALUATE_EVERY_S,
+                 base_url: str = ""):
         self.engine, self.delivery, self.interval = engine, delivery, interval
+        self.base_url = base_url  # for a webhook a reload turns on
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="alerts", daemon=True)
@@ -73,6 +77,36 @@ class AlertService:
             yield
         finally:
             self.engine.unmute(host)
+
+    def deliver(self, change: Change) -> None:
+        delivery = self.delivery  # read once: a reload may swap it meanwhile
+        if delivery is not None:
+            delivery.submit(change)
+
+    def reconfigure(self, config: Config) -> list[Change]:
+        """Apply a reloaded config: every host's rules rebuilt from it (see AlertEngine.reconfigure)
+        and `[server] webhook` followed; returns the changes it made (removed hosts' alerts ending)."""
+        rules = {host.name: rules_for_host(config, host) for host in config.hosts}
+        self._muted_by_restart &= {host.name for host in config.hosts}
+        self._follow_webhook(config.server.webhook)
+        return self.engine.reconfigure(config.hosts, rules)
+
+    def _follow_webhook(self, url: str | None) -> None:
+        """A changed URL is used from the next attempt on (messages not yet sent go there too); a new
+        one starts a sender; a removed one stops it, leaving what was unsent in the outbox."""
+        current = self.delivery
+        if url == (current.url if current is not None else None):
+            return
+        if current is not None and url is not None:
+            current.retarget(url)
+        elif url is not None:
+            started = WebhookDelivery(url, self.engine.store, base_url=self.base_url)
+            started.start()
+            self.delivery = started
+        elif current is not None:
+            self.delivery = None
+            current.stop()
+        log.info("webhook %s after the reload", self.delivery.target if self.delivery is not None else "off")
 
     def follow_restarts(self, restarting: Callable[[str], bool]) -> None:
         """Mute each host while `restarting(host)` is true and re-arm it once it is false again: the
@@ -124,8 +158,7 @@ def start_alerting(
 
     def publish(change: Change) -> None:
         services.bus.publish("alert", change.payload)
-        if delivery is not None:
-            delivery.submit(change)
+        service.deliver(change)
 
     engine = AlertEngine(
         services.store,
@@ -134,7 +167,7 @@ def start_alerting(
         health=lambda host: _health(services, host),
         on_change=publish,
     )
-    service = AlertService(engine, delivery, interval)
+    service = AlertService(engine, delivery, interval, base_url)
     service.start()
     return service
 

@@ -58,3 +58,7 @@ class StartWindow:
 
     def add(self, at: float) -> None:
         self._starts.append(at)
+
+    def inherit(self, other: StartWindow) -> None:
+        """Count `other`'s starts too (a controller rebuilt by a reload keeps the cap's history)."""
+        self._starts = deque(sorted((*other._starts, *self._starts)))

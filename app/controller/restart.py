@@ -71,6 +71,8 @@ class HostController:
         self._own_ops: set[str] = set()
         self._schema: Schema | None = None
         self._thread: threading.Thread | None = None
+        self._retired = False  # a config reload replaced or removed this controller
+        self._gate = threading.Lock()  # makes "not busy, so retire" and "not retired, so lock" atomic
 
     @property
     def name(self) -> str:
@@ -80,6 +82,27 @@ class HostController:
     def busy(self) -> bool:
         """True while a restart runs: alerting inhibits KV and stale alerts for this host meanwhile."""
         return self._lock.locked()
+
+    def retire(self) -> bool:
+        """Stop taking restarts because a config reload replaces or removes this controller; False (and
+        nothing changes) while a restart runs. `busy` stays false: alerting must not see a restart."""
+        with self._gate:  # not the restart lock itself: `busy` must not flicker for alerting
+            if self._lock.locked():
+                return False
+            self._retired = True
+            return True
+
+    def unretire(self) -> None:
+        """The reload that retired this controller was refused after all."""
+        with self._gate:
+            self._retired = False
+
+    def succeed(self, old: HostController) -> None:
+        """Carry over what a reload must not reset: the last operation (the restart panel shows it),
+        the restart-loop cap's recent starts, and the leases this process took."""
+        self.last = old.last
+        self._window.inherit(old._window)
+        self._own_ops |= old._own_ops
 
     def schema(self) -> Schema:
         """The flag schema to validate against: the host's own sglang, or a pinned bundled version.
@@ -126,8 +149,11 @@ class HostController:
         try:
             to_flags = self.plan(flags, preset)
             self._window.check(at)
-            if not self._lock.acquire(blocking=False):
-                raise Busy(f"a restart of {self.name} is already under way")
+            with self._gate:
+                if self._retired:
+                    raise Busy(f"{self.name}: the config was just reloaded; send the request again")
+                if not self._lock.acquire(blocking=False):
+                    raise Busy(f"a restart of {self.name} is already under way")
         except RestartRefused as exc:
             self._refused(who, at, to_flags or shown(flags, preset), exc)
             raise

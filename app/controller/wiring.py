@@ -10,8 +10,8 @@ import dataclasses
 import functools
 from typing import Any
 
-from app.config import Config
-from app.controller.policy import parse_controller_config
+from app.config import Config, HostConfig
+from app.controller.policy import ControllerConfig, parse_controller_config
 from app.controller.restart import HostController
 from app.controller.sinks import RestartRecord
 from app.flags.schema import FlagValue
@@ -46,15 +46,20 @@ def controller_tables(config: Config) -> list[dict[str, Any]]:
     return [{"name": h.name, "launch": h.launch, "server_log": h.server_log, **h.tables} for h in config.hosts]
 
 
+def controller_configs(config: Config) -> dict[str, ControllerConfig]:
+    """The parsed controller part of every host with a `launch`. Raises ConfigError on a bad table."""
+    shared: dict[str, Any] = {key: config.tables[key] for key in ("presets", "vetoes") if key in config.tables}
+    parsed = (parse_controller_config(table, shared) for table in controller_tables(config))
+    return {one.host: one for one in parsed if one is not None}
+
+
+def build_controller(host: HostConfig, parsed: ControllerConfig, store: Store) -> HostController:
+    """One host's controller, on an SSH connection of its own (made at its first use)."""
+    sinks = StoreSinks(store)
+    return HostController(parsed, functools.partial(open_transport, host), sinks, sinks)
+
+
 def build_controllers(config: Config, store: Store) -> dict[str, HostController]:
     """A HostController for every host with a `launch`. Raises ConfigError on a bad controller table."""
-    shared: dict[str, Any] = {key: config.tables[key] for key in ("presets", "vetoes") if key in config.tables}
-    sinks = StoreSinks(store)
     hosts = {h.name: h for h in config.hosts}
-    controllers = {}
-    for table in controller_tables(config):
-        parsed = parse_controller_config(table, shared)
-        if parsed is not None:
-            connect = functools.partial(open_transport, hosts[parsed.host])
-            controllers[parsed.host] = HostController(parsed, connect, sinks, sinks)
-    return controllers
+    return {name: build_controller(hosts[name], parsed, store) for name, parsed in controller_configs(config).items()}

@@ -1,15 +1,19 @@
 """The controller wired to the real SQLite store: the 202's run_id is a run of GET /api/runs' registry,
-and every request leaves an audit document."""
+and every request leaves an audit document; a reload swaps only the controllers whose settings changed."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.api.restart import router
 from app.config import Config, HostConfig, ServerConfig
+from app.controller.errors import Busy
+from app.controller.swap import plan_swap
 from app.controller.wiring import RESTART_DOC, build_controllers
 from app.runs.registry import list_runs
 from app.store import open_store
@@ -46,4 +50,38 @@ def test_a_restart_through_the_api_is_a_run_and_an_audit_record_in_the_store(tmp
         assert audits[1]["to_flags"]["hicache-size"] == 48
     finally:
         controllers["gpu1"].remote.stop(5)
+        store.close()
+
+
+def test_a_reload_rebuilds_only_the_controllers_whose_settings_changed(tmp_path: Path) -> None:
+    def host(name: str) -> HostConfig:
+        table = host_table(tmp_path / name, free_port())
+        return HostConfig(name=name, ssh="local", server_log=table["server_log"], launch=table["launch"],
+                          tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+
+    gpu1, gpu2 = host("gpu1"), host("gpu2")
+    config = Config(server=ServerConfig(), hosts=(gpu1, gpu2))
+    store = open_store(str(tmp_path / "kvwatch.db"))
+    try:
+        live = build_controllers(config, store)
+        quiet = {**gpu1.tables, "alerts": {"enabled": False}}
+        alerts_only = dataclasses.replace(gpu1, client_log="/c.log", tables=quiet)
+        same = plan_swap(live, config, dataclasses.replace(config, hosts=(alerts_only, gpu2)), store)
+        assert (same.drop, same.put, same.old) == ([], {}, {})  # nothing the controller uses changed
+        shared = dataclasses.replace(config, tables={"presets": {"calm": {"flags": {"mem-fraction-static": 0.8}}}})
+        assert sorted(plan_swap(live, config, shared, store).put) == ["gpu1", "gpu2"]  # a shared preset: both
+        moved = dataclasses.replace(gpu1, ssh="root@127.0.0.1:2222")
+        assert list(plan_swap(live, config, dataclasses.replace(config, hosts=(moved, gpu2)), store).put) == ["gpu1"]
+        restart = {**gpu1.tables["restart"], "stop_timeout": 9}
+        retimed = dataclasses.replace(gpu1, tables={**gpu1.tables, "restart": restart})
+        swap = plan_swap(live, config, dataclasses.replace(config, hosts=(retimed,)), store)
+        assert (swap.drop, sorted(swap.put), sorted(swap.old)) == (["gpu2"], ["gpu1"], ["gpu1", "gpu2"])
+        old = live["gpu1"]
+        swap.hold()
+        swap.apply(live)
+        assert list(live) == ["gpu1"] and live["gpu1"] is not old and not live["gpu1"].busy
+        assert live["gpu1"].settings.stop_timeout == 9
+        with pytest.raises(Busy, match="config was just reloaded"):
+            old.begin("stale", preset="bf16-hicache-088")
+    finally:
         store.close()

@@ -1,5 +1,6 @@
 """Every malformed kvwatch.toml field is one line naming it (and never echoes a secret); a running
-`kvwatch serve` keeps its last good config when a reload (SIGHUP) fails, and applies a good one."""
+`kvwatch serve` keeps its last good config when a reload (SIGHUP) fails, and applies a good one:
+hosts, their alert rules, and (one line naming them) not the server keys that need a restart."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from app.config import load_config
 from app.runner import build_services
 from tests.app.slice_helpers import append_lines, wait_until
 from tests.fixtures.web import free_port
+from tests.hardening.test_reload_complete import T0, decode_lines
 
 SECRET = "tok-SECRET-9f8e7d"
 SSH_HOST = "[[hosts]]\nname = 'gpu1'\nssh = 'root@127.0.0.1:22'\nserver_log = '/x.log'\n"
@@ -138,11 +140,20 @@ def test_sighup_reload_keeps_the_last_good_config_and_applies_a_good_one(tmp_pat
         time.sleep(2)
         assert proc.poll() is None, "a bad reload must not stop kvwatch"
         assert hosts_of(url) == {"a"}
-        path.write_text(server + local_host("b", tmp_path / "b.log"))
+        # A good file: a removed, b added, s added with a saturated server, and two server keys
+        # changed that need a restart (named in one line, not applied: it still answers on `port`).
+        (tmp_path / "s.log").write_text(decode_lines(T0, 0.97, 40))
+        moved = f"[server]\nport = {free_port()}\ndata_dir = '{tmp_path}'\nretention_days = 30\n"
+        path.write_text(moved + local_host("b", tmp_path / "b.log") + local_host("s", tmp_path / "s.log"))
         proc.send_signal(signal.SIGHUP)
-        wait_until(lambda: hosts_of(url) == {"b"}, timeout=30)
+        wait_until(lambda: hosts_of(url) == {"b", "s"}, timeout=30)
         series = f"{url}/api/series?host=b&metric=running_req"
         wait_until(lambda: len(httpx.get(series, timeout=10).json()["points"]) == 50, timeout=30)
+        # Alerting knows the added host: its token_usage_high fires from its log, `for` after it began.
+        firing = f"{url}/api/alerts?host=s"
+        wait_until(lambda: [(a["rule"], a["state"], a["since"]) for a in httpx.get(firing, timeout=10).json()
+                            if a["rule"] == "token_usage_high"] == [("token_usage_high", "firing", T0 + 120)],
+                   timeout=30)
         # A wrong token is refused and neither it nor the real one ends up in the log.
         refused = httpx.post(f"{url}/api/hosts/b/restart", json={"preset": "x"},
                              headers={"Authorization": "Bearer wrong-guess"}, timeout=10)
@@ -152,6 +163,8 @@ def test_sighup_reload_keeps_the_last_good_config_and_applies_a_good_one(tmp_pat
         _, err = proc.communicate(timeout=30)
     reload_errors = [line for line in err.splitlines() if "reload refused" in line]
     assert len(reload_errors) == 1 and "hosts['b'].ssh" in reload_errors[0], err
+    kept = [line for line in err.splitlines() if "not applied" in line]
+    assert len(kept) == 1 and "server.port, server.retention_days changed" in kept[0], err
     assert SECRET not in err and "wrong-guess" not in err
 
 
@@ -203,8 +216,10 @@ def test_collect_reloads_on_sighup_and_keeps_the_last_good_config(tmp_path: Path
                             stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: stored_count(database, "a") == 50, timeout=90)
-        # A changed file: host b added, host a pointed at another log (restarted, from c.log's start).
-        path.write_text(server + local_host("a", tmp_path / "c.log") + local_host("b", tmp_path / "b.log"))
+        # A changed file: host b added, host a pointed at another log (restarted, from c.log's start),
+        # and retention turned on, which needs a restart (named, not applied).
+        path.write_text(server + "retention_days = 7\n" + local_host("a", tmp_path / "c.log")
+                        + local_host("b", tmp_path / "b.log"))
         proc.send_signal(signal.SIGHUP)
         wait_until(lambda: stored_count(database, "b") == 50 and stored_count(database, "a") == 100, timeout=30)
         # A broken file: refused with one line, and both hosts go on collecting.
@@ -222,6 +237,8 @@ def test_collect_reloads_on_sighup_and_keeps_the_last_good_config(tmp_path: Path
     assert proc.returncode == 0, err
     reload_errors = [line for line in err.splitlines() if "reload refused" in line]
     assert len(reload_errors) == 1 and "hosts['b'].ssh" in reload_errors[0], err
+    kept = [line for line in err.splitlines() if "not applied" in line]
+    assert len(kept) == 1 and "server.retention_days changed but not applied" in kept[0], err
 
 
 def test_collect_only_reload_keeps_its_share_of_the_hosts(tmp_path: Path) -> None:
