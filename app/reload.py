@@ -36,8 +36,10 @@ LIVE_SERVER_KEYS = frozenset({"webhook"})  # the [server] keys a reload applies;
 class ConfigReloader:
     def __init__(self, services: Services, path: str,
                  make_collector: Callable[[HostConfig, Services], HostCollector] | None = None,
-                 narrow: Callable[[Config], Config] | None = None, controllers: bool = False) -> None:
+                 narrow: Callable[[Config], Config] | None = None, controllers: bool = False,
+                 collect: bool = True) -> None:
         self.services, self.path = services, path
+        self.collect = collect  # False: `serve --no-collect`, a web app over what other processes collect
         self.make_collector = make_collector or _collector
         self.narrow = narrow or (lambda config: config)  # `collect --only`: this process's share of the hosts
         self.controllers = controllers  # `serve`: the restart controllers follow the hosts too
@@ -67,7 +69,8 @@ class ConfigReloader:
         changed = [name for name in new if name in old and new[name] != old[name]]
         added = [name for name in new if name not in old]
         swap = self._plan_controllers(config)  # everything that can refuse comes before any change
-        claim_hosts(self.services.store, added, this_owner())
+        if self.collect:
+            claim_hosts(self.services.store, added, this_owner())
         if swap is not None:
             swap.hold()
             swap.apply(self.services.controllers)
@@ -77,7 +80,8 @@ class ConfigReloader:
             if collector is not None:
                 collector.stop()
         self.services.config = dataclasses.replace(config, server=self._server(config.server))
-        for name in added + changed:
+        started = added + changed if self.collect else []  # web only: other processes collect
+        for name in started:
             collectors[name] = self.make_collector(new[name], self.services)
             collectors[name].start()
         if self.services.alerts is not None:  # after the collectors: an added host has its health at once

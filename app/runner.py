@@ -80,8 +80,8 @@ def serve(
     if after_start is not None:
         after_start(services)
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
-    if collect and os.path.isfile(config.path):
-        ConfigReloader(services, config.path, controllers=True).install()
+    if os.path.isfile(config.path):
+        ConfigReloader(services, config.path, controllers=True, collect=collect).install()
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
 
 

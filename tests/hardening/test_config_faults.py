@@ -168,6 +168,33 @@ def test_sighup_reload_keeps_the_last_good_config_and_applies_a_good_one(tmp_pat
     assert SECRET not in err and "wrong-guess" not in err
 
 
+def test_web_only_serve_reloads_on_sighup(tmp_path: Path) -> None:
+    """`serve --no-collect` reads what other processes collect: a reload changes the hosts it shows and
+    alerts on, and starts no collector (the hosts' logs stay unread by this process)."""
+    append_lines(tmp_path / "a.log", 1, 10)
+    port = free_port()
+    path = tmp_path / "kvwatch.toml"
+    server = f"[server]\nport = {port}\ndata_dir = '{tmp_path}'\n"
+    path.write_text(server + local_host("a", tmp_path / "a.log"))
+    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--no-collect", "--config", str(path)],
+                            stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _up(url), timeout=90)
+        assert hosts_of(url) == {"a"}
+        path.write_text(server + local_host("a", tmp_path / "a.log") + local_host("b", tmp_path / "b.log"))
+        proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: hosts_of(url) == {"a", "b"}, timeout=30)
+        assert proc.poll() is None
+        series = httpx.get(f"{url}/api/series?host=a&metric=running_req", timeout=10).json()
+        assert series["points"] == []  # nothing collected here: web only
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err, err
+    assert "reloaded" in err and "reload refused" not in err, err
+
+
 def _up(url: str) -> bool:
     try:
         return httpx.get(f"{url}/api/hosts", timeout=2).status_code == 200

@@ -34,7 +34,8 @@ class SimProcess:
             if self.proc.poll() is not None:
                 raise AssertionError(f"simulator exited {self.proc.returncode}: {self.log.read_text()[-2000:]}")
             try:
-                if get(self.url + "/health")[0] == 200:
+                # before 0.5 /health answers 200 while still loading, as SGLang's did: the log says when
+                if get(self.url + "/health")[0] == 200 and "ready to roll" in self.log.read_text():
                     return
             except OSError:
                 pass
