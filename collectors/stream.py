@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import signal
 import subprocess
 
 from collectors.base import CollectorError
@@ -15,8 +17,11 @@ class LocalStream:
     def __init__(self, argv: list[str]) -> None:
         self.what = f"local: {argv[0]}"
         try:
+            # A group of its own: `sh -c 'tail -F | tr'` leaves tail and tr behind when only sh is
+            # killed, and a tail on a file that never changes again never meets a closed pipe.
             self._proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True,
             )
         except OSError as exc:
             raise CollectorError(f"{argv[0]}: {exc.strerror}") from exc
@@ -34,8 +39,8 @@ class LocalStream:
         return b""
 
     def close(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.kill()
+        with contextlib.suppress(ProcessLookupError):  # the whole group has ended already
+            os.killpg(self._proc.pid, signal.SIGKILL)
         self._proc.wait()
         for pipe in (self._proc.stdout, self._proc.stderr):
             if pipe is not None:

@@ -79,3 +79,21 @@ def test_remote_watch_ends_with_its_channel(sshd: Sshd, tmp_path: Path) -> None:
         assert _processes_mentioning(str(log)) == []
     finally:
         remote.close()
+
+
+def test_local_watch_leaves_no_process_behind(tmp_path: Path) -> None:
+    """Locally the stream is `sh -c 'tail -F | tr'`: closing it must end tail and tr too, not only sh."""
+    from collectors.local import LocalTransport
+
+    log = tmp_path / "quiet-local.log"  # never changes: a lingering tail would never get SIGPIPE
+    log.touch()
+    watch = Watch(LocalTransport(), [str(log)])
+    deadline = time.monotonic() + 10
+    while len(_processes_mentioning(str(log))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_processes_mentioning(str(log))) >= 2, "sh and tail -F never started"
+    watch.close()
+    deadline = time.monotonic() + 5  # SIGKILL is delivered at once; /proc may lag a moment
+    while _processes_mentioning(str(log)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_mentioning(str(log)) == []
