@@ -23,7 +23,8 @@ from tests.controller.support import free_port, host_table
 from tests.fixtures.web import block_outside_requests
 
 pytestmark = pytest.mark.browser
-SCREENSHOTS = Path(__file__).with_name("screenshots")
+# test artifacts, not committed: the README's screenshot is made on purpose by bench/screenshot_dashboard.py
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 TOKEN = "panel-t0ken"
 
 
@@ -37,7 +38,7 @@ def open_page(page: Any, url: str) -> list[str]:
 
 
 def shoot(page: Any, name: str, selector: str | None = None) -> None:
-    SCREENSHOTS.mkdir(exist_ok=True)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     target = page.locator(selector) if selector else page
     kwargs = {} if selector else {"full_page": True}
     target.screenshot(path=str(SCREENSHOTS / name), **kwargs)
