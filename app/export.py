@@ -2,6 +2,13 @@
 
 Shared by GET /api/export and `kvwatch export`. Long format, one row a sample: `time` (UTC),
 `t` (epoch seconds), `metric`, `rank`, `value`.
+
+Where retention pruned the raw samples, the rows come from the 10 s rollup buckets instead
+(app/store/coverage.py), and then the table gains four columns: `source` (`raw` or `rollup_10s`),
+`samples` (how many samples a bucket holds; 1 for a raw row), `min` and `max` (the bucket's extremes;
+the value itself for a raw row). A rollup row's `t` is its bucket's start, its `value` the bucket's mean
+(stored as count and sum, so exact), standing for [t, t + 10 s). An export with no such row keeps the
+five columns.
 """
 
 from __future__ import annotations
@@ -10,13 +17,17 @@ import io
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 
 from app.store.base import Store
+from app.store.coverage import FINEST, read_window
 
 ExportFormat = Literal["csv", "parquet"]
 FORMATS: tuple[ExportFormat, ...] = ("csv", "parquet")
 COLUMNS = ("time", "t", "metric", "rank", "value")
+ROLLUP_COLUMNS = ("source", "samples", "min", "max")
+NOTHING_STORED = "no samples stored in its window: neither raw samples nor rollups"
 
 
 def series_frame(
@@ -28,18 +39,30 @@ def series_frame(
     until: float | None = None,
     on_metric: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
-    """Every stored sample of `metrics` in (since, until]; an empty frame with the columns if none."""
+    """Every stored sample of `metrics` in (since, until], 10 s buckets where the raw samples were pruned;
+    an empty frame with the columns if none."""
     parts = []
     for name in metrics:
-        t, v = store.series(host, name, rank=rank, since=since, until=until)
-        parts.append(pd.DataFrame({"t": t, "metric": name, "rank": rank, "value": v}))
+        read = read_window(store, host, name, rank=rank, since=since, until=until)
+        parts.append(pd.DataFrame({
+            "t": read.t, "metric": name, "rank": rank, "value": read.v,
+            "source": np.where(read.from_rollup, f"rollup_{FINEST}s", "raw"),
+            "samples": read.n.astype(np.int64), "min": read.vmin, "max": read.vmax,
+        }))
         if on_metric is not None:
             on_metric(name)
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype="float64" if c in ("t", "value") else "object") for c in COLUMNS})
     frame = pd.concat(parts, ignore_index=True).sort_values(["t", "metric"], kind="stable")
     frame.insert(0, "time", pd.to_datetime(frame["t"], unit="s", utc=True))
+    if not (frame["source"] != "raw").any():
+        frame = frame.drop(columns=list(ROLLUP_COLUMNS))
     return frame.reset_index(drop=True)
+
+
+def rollup_rows(frame: pd.DataFrame) -> int:
+    """How many rows of an export are 10 s rollup buckets rather than raw samples."""
+    return int((frame["source"] != "raw").sum()) if "source" in frame.columns else 0
 
 
 def encode(frame: pd.DataFrame, fmt: ExportFormat) -> bytes:

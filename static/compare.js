@@ -104,6 +104,11 @@ function cell(row, i, baseIndex) {
     td.append(el("span", { class: noise ? "change noise" : "change", text: ` ${change > 0 ? "+" : ""}${change.toFixed(1)}%` }));
     if (noise) td.append(el("span", { class: "noise-mark", title: "within noise", text: " ≈" }));
   }
+  // Raw samples pruned by retention: the value came (partly) from 10 s rollup buckets.
+  if (row.resolution_s && row.resolution_s[i]) {
+    td.append(el("span", { class: "rollup-mark", title: `${Math.round(100 * row.rollup_share[i])}% of the steady window from ${row.resolution_s[i]} s rollup buckets`,
+                           text: ` [${row.resolution_s[i]} s rollup]` }));
+  }
   return td;
 }
 
@@ -119,7 +124,8 @@ function renderTable(container, body) {
     el("td", { text: `${row.label}${row.unit ? ` (${row.unit})` : ""}` }),
     ...row.values.map((_, i) => cell(row, i, baseIndex))));
   container.replaceChildren(el("table", { class: "compare" }, el("thead", {}, head), el("tbody", {}, steady, ...rows)),
-    el("p", { class: "muted", text: "change % against the baseline; ≈ marks a difference within noise (bootstrap CI)" }));
+    el("p", { class: "muted", text: "change % against the baseline; ≈ marks a difference within noise (bootstrap CI)" }),
+    ...(body.runs.some((r) => r.resolution_s) ? [el("p", { class: "muted rollup-note", text: body.resolution_rule || "" })] : []));
 }
 
 function renderFlagDiff(container, body) {

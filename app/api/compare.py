@@ -3,7 +3,9 @@
 JSON body: `runs` (each run of /api/runs plus `label`, `steady`: the window used, absolute and as
 offsets from the run's start, `status` steady|settling|too_short|no_data, `auto`, `message`), `baseline`,
 `flag_diff` ([{flag, values}]), `rows` ([{metric, label, unit, values, change_pct, within_noise, status,
-p5, p95, ci}], one entry per run in each list). With `overlay=M,M`: `overlay` = {align, series: {M:
+p5, p95, ci, resolution_s, rollup_share}], one entry per run in each list; `resolution_s` 10 where
+retention pruned the raw samples and part of the steady window (`rollup_share`) came from 10 s rollup
+buckets, with `resolution_rule` saying which statistics stay exact). With `overlay=M,M`: `overlay` = {align, series: {M:
 [{run, zero, steady: [from, to], points: [[seconds after zero, v], ...]}]}}, where zero is the run's
 start (`align=start`) or its steady window's start (`align=steady`): what the overlay chart draws.
 """

@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 
 from app.api.deps import ServicesDep, require_host
 from app.api.points import run_window
-from app.export import encode, safe_name, series_frame
+from app.export import NOTHING_STORED, encode, rollup_rows, safe_name, series_frame
 
 router = APIRouter(tags=["export"])
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
@@ -25,7 +25,8 @@ def export_series(
     until: float | None = None,
     run: str | None = None,
 ) -> Response:
-    """Every stored sample of the chosen metrics (default: all of the host's) in the window."""
+    """Every stored sample of the chosen metrics (default: all of the host's) in the window; where
+    retention pruned the raw samples, 10 s rollup buckets marked in a `source` column (app.export)."""
     require_host(services, host)
     name = host
     if run is not None:
@@ -34,7 +35,12 @@ def export_series(
     metrics = metric or services.store.metrics(host)
     if not metrics:
         raise HTTPException(status_code=404, detail=f"host {host!r} has no stored series")
-    body = encode(series_frame(services.store, host, metrics, rank, since, until), format)
-    headers = {"Content-Disposition": f'attachment; filename="{safe_name(name)}.{format}"'}
+    frame = series_frame(services.store, host, metrics, rank, since, until)
+    if run is not None and frame.empty:
+        raise HTTPException(status_code=404, detail=f"run {run!r} of {host!r}: {NOTHING_STORED}")
+    body = encode(frame, format)
+    headers = {"Content-Disposition": f'attachment; filename="{safe_name(name)}.{format}"',
+               # how many rows are 10 s rollup buckets (raw samples pruned by retention), 0: all raw
+               "X-Kvwatch-Rollup-Rows": str(rollup_rows(frame))}
     return Response(body, media_type=MEDIA_TYPES[format], headers=headers)
 

@@ -4,6 +4,7 @@ ones, then MinMaxLTTB (tsdownsample) down to `max_points` with the extremes kept
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from fastapi import HTTPException
 from tsdownsample import MinMaxLTTBDownsampler
 
 from app.store.base import Store
+from app.store.coverage import raw_edge
 from app.store.rollup import ROLLUP_WIDTHS, choose_width
 
 Arrays = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
@@ -46,14 +48,15 @@ def read_points(
 def _raw_or_finest(
     store: Store, host: str, metric: str, rank: str, since: float | None, until: float | None,
 ) -> tuple[Arrays, int | None]:
-    """Raw samples; where retention has pruned them (before the first one kept), the finest rollup."""
+    """Raw samples; where retention has pruned them (before the first one kept), the finest rollup's
+    min and max samples (app/store/coverage.py decides where that is, for compare and export too)."""
     t, v = store.series(host, metric, rank=rank, since=since, until=until)
-    first = store.raw_start(host, metric, rank)
-    if first is None or (since is not None and since >= first):
+    first = raw_edge(store, host, metric, rank, since)
+    if first is None:
         return (t, v), None
+    cap = until if math.isinf(first) else (first if until is None else min(first, until))
     width = ROLLUP_WIDTHS[0]
-    old_t, old_v = store.rollup(host, metric, width, rank=rank, since=since,
-                                until=first if until is None else min(first, until))
+    old_t, old_v = store.rollup(host, metric, width, rank=rank, since=since, until=cap)
     older = old_t < first
     if not older.any():
         return (t, v), None

@@ -11,7 +11,7 @@ from pathlib import Path
 from app.commands.common import open_existing_store, pick_host, timestamp
 from app.commands.serve import resolve_config
 from app.errors import ConfigError
-from app.export import FORMATS, ExportFormat, encode, series_frame
+from app.export import FORMATS, NOTHING_STORED, ExportFormat, encode, rollup_rows, series_frame
 from app.progress import Progress
 from app.report.runs import find_run
 
@@ -60,6 +60,12 @@ def run(args: argparse.Namespace) -> int:
             frame = series_frame(store, host, metrics, args.rank, since, until, lambda _: progress.advance())
     finally:
         store.close()
+    if args.run_id and frame.empty:
+        raise ConfigError(f"--run {args.run_id}: {NOTHING_STORED}")
+    rolled = rollup_rows(frame)
+    if rolled:
+        print(f"note: {rolled} of {len(frame)} rows are 10 s rollup buckets (source=rollup_10s: value = the"
+              " bucket's mean, with its samples, min and max): their raw samples were pruned", file=sys.stderr)
     body = encode(frame, fmt)
     if args.output is None:
         sys.stdout.buffer.write(body)

@@ -10,6 +10,7 @@ from pathlib import Path
 from app.commands.common import open_existing_store, pick_host, timestamp
 from app.commands.serve import resolve_config
 from app.errors import ConfigError
+from app.export import NOTHING_STORED
 from app.report import ReportData, Window, gather, render_html
 from app.report.runs import find_run, host_comparison, run_facts
 from app.runs import list_runs
@@ -44,8 +45,13 @@ def run(args: argparse.Namespace) -> int:
         data = _gather(store, host, args)
     finally:
         store.close()
+    if data.empty and args.run_id:
+        raise ConfigError(f"--run {args.run_id}: {NOTHING_STORED}")
     if data.empty:
-        log.warning("%s: no samples in this window; the report says so", host)
+        log.warning("%s: no samples in this window (neither raw samples nor rollups); the report says so", host)
+    if data.rollup_points:
+        log.warning("%s: raw samples of part of this window were pruned; %d points come from 10 s rollup "
+                    "buckets (the report says which)", host, sum(data.rollup_points.values()))
     output: Path = args.output or Path(f"kvwatch-report-{host}{'-' + args.run_id if args.run_id else ''}.html")
     try:
         output.write_text(render_html(data), encoding="utf-8")

@@ -31,7 +31,10 @@ CSV_COLUMNS = (
     "change_pct",
     "within_noise",
     "status",
+    "resolution_s",
+    "rollup_share",
 )
+ROLLUP_MARK = " [10 s rollup]"
 
 
 def number(value: float, unit: str) -> str:
@@ -49,7 +52,8 @@ def number(value: float, unit: str) -> str:
 def cell(row: dict[str, Any], i: int, baseline: int) -> str:
     value = row["values"][i]
     if value is None:
-        return NOT_ENOUGH if row["status"][i] in ("settling", "too_short") else "n/a"
+        status = row["status"][i]
+        return NOT_ENOUGH if status in ("settling", "too_short") else "no data" if status == "no_data" else "n/a"
     text = number(value, row["unit"])
     if row["p5"][i] is not None and not math.isclose(row["p5"][i], row["p95"][i]):
         text += f" ({number(row['p5'][i], row['unit'])}-{number(row['p95'][i], row['unit'])})"
@@ -60,6 +64,8 @@ def cell(row: dict[str, Any], i: int, baseline: int) -> str:
         text += f" (+{number(value, row['unit'])} vs 0)" if value > 0 else ""
     if row["within_noise"][i]:
         text += " ≈"
+    if (row.get("resolution_s") or [None] * (i + 1))[i]:
+        text += ROLLUP_MARK
     return text
 
 
@@ -76,6 +82,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         "Cells: steady-state median (p5-p95), then change vs the baseline; ≈ = within noise "
         "(the 95% block-bootstrap interval of the difference contains 0).",
     ]
+    if any(run.get("resolution_s") for run in result["runs"]):
+        lines.append(f"{ROLLUP_MARK.strip()}: {result.get('resolution_rule', '')}")
     for run in result["runs"]:
         steady = run["steady"]
         where = (
@@ -109,6 +117,8 @@ def to_csv(result: dict[str, Any]) -> str:
                     row["change_pct"][i],
                     row["within_noise"][i],
                     row["status"][i],
+                    row["resolution_s"][i],
+                    row["rollup_share"][i],
                 ]
             )
     return out.getvalue()

@@ -8,14 +8,19 @@ import numpy as np
 from tsdownsample import MinMaxLTTBDownsampler
 
 from app.compare.render import to_csv, to_markdown
-from app.compare.runstats import DEFAULT_MIN_STEADY_S, RunStats, compute_run_stats
+from app.compare.runstats import DEFAULT_MIN_STEADY_S, NOTHING_LEFT, RunStats, compute_run_stats
 from app.compare.table import comparison
 from app.errors import KvwatchError
 from app.runs.model import Run
 from app.store.base import Store
+from app.store.coverage import read_window
 
 Align = Literal["start", "steady"]
 Window = tuple[float, float | None]  # seconds after the run's start; None: to the end
+
+
+class NothingStored(KvwatchError):
+    """None of the compared runs has a sample left, raw or rollup: a table would only say "n/a"."""
 
 
 def parse_window(text: str) -> tuple[str, Window]:
@@ -46,6 +51,8 @@ def compare_runs(
     if unknown:
         raise KvwatchError(f"window for {sorted(unknown)[0]!r}: not one of the compared runs")
     stats = [compute_run_stats(store, run, (windows or {}).get(run.id), min_steady_s) for run in runs]
+    if all(s.window.message == NOTHING_LEFT for s in stats):
+        raise NothingStored(f"compare: {', '.join(ids)}: {NOTHING_LEFT}")
     return stats, comparison(stats, ids.index(baseline) if baseline else 0)
 
 
@@ -67,7 +74,8 @@ def overlay(
         for stat in stats:
             run = stat.run
             zero = run.started_at if align == "start" else stat.window.start
-            t, v = store.series(run.host, metric, since=run.started_at, until=stat.end)
+            read = read_window(store, run.host, metric, since=run.started_at, until=stat.end)
+            t, v = read.t, read.v
             if len(t) > max_points:
                 index = MinMaxLTTBDownsampler().downsample(t, v, n_out=max_points)  # type: ignore[no-untyped-call]
                 t, v = t[index], v[index]
@@ -78,6 +86,7 @@ def overlay(
                     "zero": zero,
                     "steady": [stat.window.start - zero, stat.window.end - zero],
                     "points": points,
+                    "resolution_s": read.resolution_s,  # 10: pruned part drawn as 10 s bucket means
                 }
             )
     return {"align": align, "series": series}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from app.compare.stats import Summary, summarize_level, summarize_rate
 from app.compare.steady import STEADY_METRICS, SteadyWindow, find_window, manual_window
 from app.runs.model import Run
 from app.store.base import Store
+from app.store.coverage import SeriesWindow, read_window
 
 DEFAULT_MIN_STEADY_S = 300.0
 MIN_WINDOW_POINTS = 20
@@ -24,6 +26,11 @@ RATE_SOURCES = (
     ("new_seq", "admissions (prefill #new-seq less retractions)"),
 )
 EVENT_LIMIT = 1_000_000
+NOTHING_LEFT = "no samples stored for this run: neither raw samples nor rollups cover its window"
+
+
+def _ended(run: Run) -> bool:
+    return run.ended_at is not None or run.failed_at is not None
 
 
 @dataclass(slots=True)
@@ -35,18 +42,26 @@ class RunStats:
     levels: dict[str, Summary] = field(default_factory=dict)
     rate: Summary | None = None
     rate_source: str | None = None
+    # Per metric (and "completion_rate"): data before this time came from 10 s rollup buckets, because
+    # retention pruned the raw samples (app/store/coverage.py); -inf: raw samples throughout.
+    rollup_until: dict[str, float] = field(default_factory=dict)
+
+    def rollup_share(self, metric: str) -> float:
+        """The part of the steady window (0..1) whose `metric` was read from rollup buckets."""
+        edge = self.rollup_until.get(metric, -math.inf)
+        if self.window.duration <= 0:
+            return 0.0
+        return float(min(max((edge - self.window.start) / self.window.duration, 0.0), 1.0))
 
 
-Series = dict[str, tuple[FloatArray, FloatArray]]
 
-
-def read_levels(store: Store, run: Run) -> tuple[Series, float]:
-    """The run's steady metrics, and where its data stops: its end, its failure, or (a live run) its
-    latest sample."""
+def read_levels(store: Store, run: Run) -> tuple[dict[str, SeriesWindow], float]:
+    """The run's steady metrics (10 s bucket means where raw samples were pruned), and where its data
+    stops: its end, its failure, or (a live run) its latest sample."""
     bounds = [x for x in (run.ended_at, run.failed_at) if x is not None]
     until = min(bounds) if bounds else None
-    series = {m: store.series(run.host, m, since=run.started_at, until=until) for m in STEADY_METRICS}
-    last = [float(t[-1]) for t, _ in series.values() if len(t)]
+    series = {m: read_window(store, run.host, m, since=run.started_at, until=until) for m in STEADY_METRICS}
+    last = [float(w.t[-1]) for w in series.values() if not w.empty]
     end = max(last) if last else (until if until is not None else run.started_at)
     return series, end
 
@@ -66,29 +81,34 @@ def _retracted(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArr
     return np.asarray(times, dtype=np.float64), np.asarray(counts, dtype=np.float64)
 
 
-def _admissions(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray]:
+def _admissions(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatArray, float]:
     """Cumulative admissions net of retractions: a retracted request is admitted again later."""
     # With DP attention each DP rank admits on its own: sum the ranks' own lines, since the host series
-    # of a DP log holds the sum of each rank's latest batch, not a count of admissions.
+    # of a DP log holds the sum of each rank's latest batch, not a count of admissions. A pruned part
+    # counts each 10 s bucket's sum at the bucket's start.
     ranks = [r for r in store.ranks(run.host, "new_seq") if r] or [""]
-    parts = [store.series(run.host, "new_seq", rank=rank, since=run.started_at, until=end) for rank in ranks]
+    parts = [read_window(store, run.host, "new_seq", rank=rank, since=run.started_at, until=end) for rank in ranks]
     rt, rv = _retracted(store, run, end)
-    times = np.concatenate([t for t, _ in parts] + [rt])
+    times = np.concatenate([p.t for p in parts] + [rt])
     order = np.argsort(times, kind="stable")
-    return times[order], np.cumsum(np.concatenate([v for _, v in parts] + [-rv])[order])
+    counts = np.cumsum(np.concatenate([p.sums() for p in parts] + [-rv])[order])
+    return times[order], counts, max(p.raw_from for p in parts)
 
 
-def _cumulative(store: Store, run: Run, window: SteadyWindow) -> tuple[FloatArray, FloatArray, str] | None:
+def _cumulative(
+    store: Store, run: Run, window: SteadyWindow,
+) -> tuple[FloatArray, FloatArray, str, float] | None:
     """The best count that moved inside the window (output files read all at once, after the fact,
-    say nothing about when their lines were written)."""
+    say nothing about when their lines were written), and where its rollup part ends."""
     end = window.end
     for metric, source in RATE_SOURCES:
-        t, v = store.series(run.host, metric, since=run.started_at, until=end)
-        if np.count_nonzero(t >= window.start) < 2:
+        read = read_window(store, run.host, metric, since=run.started_at, until=end)
+        if np.count_nonzero(read.t >= window.start) < 2:
             continue
         if metric == "new_seq":
-            t, v = _admissions(store, run, end)
-        return t, v, source
+            times, counts, edge = _admissions(store, run, end)
+            return times, counts, source, edge
+        return read.t, read.v, source, read.raw_from
     return None
 
 
@@ -120,10 +140,14 @@ def compute_run_stats(
 ) -> RunStats:
     """`manual` = (from, to) in seconds after the run's start (to None: the end) overrides the detection."""
     series, end = read_levels(store, run)
-    times = next((t for t, _ in series.values() if len(t)), np.empty(0))
+    times = next((w.t for w in series.values() if not w.empty), np.empty(0))
     step = grid_step(times, run.started_at, end)
-    grids = {m: on_grid(t, v, run.started_at, end, step) for m, (t, v) in series.items() if len(t)}
-    stats = RunStats(run, choose_window(grids, run, end, step, manual, min_steady_s), step, end)
+    grids = {m: on_grid(w.t, w.v, run.started_at, end, step) for m, w in series.items() if not w.empty}
+    window = choose_window(grids, run, end, step, manual, min_steady_s)
+    if not grids and _ended(run):
+        window = replace(window, status="no_data", message=NOTHING_LEFT)
+    stats = RunStats(run, window, step, end)
+    stats.rollup_until = {m: w.raw_from for m, w in series.items() if not w.empty}
     if not stats.window.ok:
         return stats
     rng = np.random.default_rng(zlib.crc32(run.id.encode()))
@@ -138,4 +162,5 @@ def compute_run_stats(
         counts = on_grid(counted[0], counted[1], stats.window.start, stats.window.end, step)
         if np.count_nonzero(~np.isnan(counts)) >= MIN_WINDOW_POINTS:
             stats.rate, stats.rate_source = summarize_rate(counts, step, rng), counted[2]
+            stats.rollup_until["completion_rate"] = counted[3]
     return stats

@@ -9,8 +9,17 @@ from typing import Any, Literal
 from app.compare.runstats import RunStats
 from app.compare.stats import Summary, within_noise
 from app.runs.model import Run
+from app.store.coverage import FINEST
 
 RowKind = Literal["capacity", "level", "rate"]
+RESOLUTION_RULE = (
+    "resolution_s: null = computed from raw samples; 10 = the raw samples of part of the steady window "
+    "(rollup_share) were pruned by server.retention_days and that part was read from 10 s rollup "
+    "buckets, each as its mean (stored count and sum) held for 10 s. Then: capacity rows stay exact; "
+    "completion_rate's value (the mean rate) stays exact to within one bucket at each window edge, "
+    "its p5/p95/ci are bucket-based; level rows' median, p5/p95 and ci are statistics of 10 s means, "
+    "an approximation (p5/p95 narrower than over raw samples); the steady window is detected on them too."
+)
 # Values that mean "left at its default" in a label (the flag diff itself keeps them).
 LABEL_SKIPS: tuple[object, ...] = (None, False, "auto", "", 0)
 
@@ -103,7 +112,20 @@ def build_row(spec: RowSpec, stats: list[RunStats], baseline: int) -> dict[str, 
     }
     if spec.kind == "rate":
         row["source"] = [s.rate_source for s in stats]
+    _mark_rollup(row, spec, stats, summaries)
     return row
+
+
+def _mark_rollup(row: dict[str, Any], spec: RowSpec, stats: list[RunStats], summaries: list[Summary | None]) -> None:
+    """`resolution_s`: 10 where part of the run's steady window (`rollup_share` of it) was read from
+    10 s rollup buckets because retention pruned its raw samples, None where raw samples (or, for
+    capacity, the start-up lines) gave it. See RESOLUTION_RULE for which statistics stay exact."""
+    shares = [
+        s.rollup_share(spec.metric) if summ is not None else 0.0
+        for s, summ in zip(stats, summaries, strict=True)
+    ]
+    row["resolution_s"] = [FINEST if share > 0 else None for share in shares]
+    row["rollup_share"] = [round(share, 3) if share > 0 else 0.0 for share in shares]
 
 
 def run_entry(stats: RunStats, label: str) -> dict[str, Any]:
@@ -114,6 +136,7 @@ def run_entry(stats: RunStats, label: str) -> dict[str, Any]:
         "data_end": stats.end,
         "steady": stats.window.as_dict(run.started_at),
         "grid_step_s": stats.step,
+        "resolution_s": FINEST if any(stats.rollup_share(m) > 0 for m in stats.rollup_until) else None,
     }
 
 
@@ -127,4 +150,5 @@ def comparison(stats: list[RunStats], baseline: int = 0) -> dict[str, Any]:
         "rows": [build_row(spec, stats, baseline) for spec in ROWS],
         "noise_rule": "within_noise: the 95% moving-block-bootstrap interval of the difference to the "
         "baseline contains 0",
+        "resolution_rule": RESOLUTION_RULE,
     }

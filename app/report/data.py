@@ -12,6 +12,7 @@ import numpy.typing as npt
 from tsdownsample import MinMaxLTTBDownsampler
 
 from app.store.base import Store
+from app.store.coverage import SeriesWindow, read_window
 
 FloatArray = npt.NDArray[np.float64]
 MAX_POINTS = 2000  # per series: enough for a full-width chart, small enough to mail
@@ -45,6 +46,8 @@ class ReportData:
     facts: dict[str, Any] = field(default_factory=dict)  # run flags and capacity, when known
     comparison: dict[str, Any] | None = None
     run_starts: list[tuple[float, str]] = field(default_factory=list)  # (t, run id): marked on the charts
+    # Per metric: how many of its points are 10 s rollup buckets (raw samples pruned by retention).
+    rollup_points: dict[str, int] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -59,11 +62,15 @@ class ReportData:
         return max((float(t[-1]) for t, _ in self.series.values()), default=self.window.until)
 
 
-def summarize(metric: str, v: FloatArray) -> dict[str, Any]:
-    """Plain sample statistics of one series in the window (the compare table has the steady-state ones)."""
+def summarize(metric: str, read: SeriesWindow) -> dict[str, Any]:
+    """Plain sample statistics of one series in the window (the compare table has the steady-state ones).
+    Over a pruned part the median and p5/p95 are of 10 s bucket means (an approximation); `max` stays
+    exact (each bucket keeps its maximum), and `points` counts buckets as one each."""
+    v = read.v
     p5, median, p95 = np.percentile(v, [5, 50, 95])
     return {"metric": metric, "points": len(v), "last": float(v[-1]), "median": float(median),
-            "p5": float(p5), "p95": float(p95), "max": float(v.max())}
+            "p5": float(p5), "p95": float(p95), "max": float(read.vmax.max()),
+            "resolution_s": read.resolution_s, "rollup_points": int(read.from_rollup.sum())}
 
 
 def downsample(t: FloatArray, v: FloatArray, n: int = MAX_POINTS) -> tuple[FloatArray, FloatArray]:
@@ -88,12 +95,14 @@ def break_gaps(t: FloatArray, v: FloatArray, factor: float = 20.0) -> tuple[Floa
 def gather(store: Store, host: str, window: Window) -> ReportData:
     data = ReportData(host=host, window=window, generated_at=time.time())
     for metric in store.metrics(host):
-        t, v = store.series(host, metric, since=window.since, until=window.until)
-        if not len(t):
+        read = read_window(store, host, metric, since=window.since, until=window.until)
+        if read.empty:
             continue
-        data.series[metric] = downsample(t, v)
+        data.series[metric] = downsample(read.t, read.v)
+        if read.resolution_s:
+            data.rollup_points[metric] = int(read.from_rollup.sum())
         if metric in SUMMARY_METRICS:
-            data.summary.append(summarize(metric, v))
+            data.summary.append(summarize(metric, read))
     data.summary.sort(key=lambda row: SUMMARY_METRICS.index(row["metric"]))
     events = [e for e in store.events(host, kinds=("event",), since=window.since, limit=EVENT_LIMIT)
               if window.contains(float(e["t"]))]

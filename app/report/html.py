@@ -25,6 +25,8 @@ PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("GPU", (("gpu_util_pct", "utilisation %"),)),
 )
 RATIO_METRICS = frozenset({"token_usage"})
+EMPTY_NOTICE = ("No samples stored for this host in this window: neither raw samples nor rollups cover it "
+                "(never collected, or not this host's).")
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#1d2330;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}.meta{color:#5b6475}
@@ -87,9 +89,30 @@ def _facts_section(data: ReportData) -> str:
 
 def _summary_section(data: ReportData) -> str:
     rows = [[r["metric"], str(r["points"]), *(_number(r["metric"], r[k]) for k in ("last", "median", "p5", "p95",
-                                                                                 "max"))]
+                                                                                 "max")),
+             _source(r)]
             for r in data.summary]
-    return "<h2>Summary</h2>" + _table(["metric", "points", "last", "median", "p5", "p95", "max"], rows)
+    header = ["metric", "points", "last", "median", "p5", "p95", "max", "from"]
+    return "<h2>Summary</h2>" + _coverage_note(data) + _table(header, rows)
+
+
+def _source(row: dict[str, Any]) -> str:
+    if row.get("resolution_s") is None:
+        return "raw"
+    rollup = f"{row['resolution_s']} s rollup"
+    return rollup if row.get("rollup_points") == row["points"] else rollup + " + raw"
+
+
+def _coverage_note(data: ReportData) -> str:
+    """Says where retention left only rollups, and what that does to the numbers."""
+    if not data.rollup_points:
+        return ""
+    series = ", ".join(f"{m} ({n})" for m, n in sorted(data.rollup_points.items()))
+    return (f"<p class=rollup-note>Raw samples of part of this window were pruned (server.retention_days): "
+            f"these series come there from 10 s rollup buckets, one point a bucket, drawn and summarised as "
+            f"the bucket's mean: {html.escape(series)}. Their median and p5/p95 are then over 10 s means "
+            "(an approximation); max stays exact (each bucket keeps its maximum); last is the newest "
+            "sample or bucket mean.</p>")
 
 
 def _events_section(data: ReportData) -> str:
@@ -119,7 +142,7 @@ def render_html(data: ReportData) -> str:
     """The whole page; about 5 MB, nearly all of it plotly.js."""
     fig = figure(data)
     chart = (fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})
-             if fig is not None else '<p class="empty">No samples stored for this host in this window.</p>')
+             if fig is not None else f'<p class="empty">{html.escape(EMPTY_NOTICE)}</p>')
     title = f"kvwatch report: {data.host}"
     meta = (f"{html.escape(data.window.label)} · {_utc(data.first_t)} to {_utc(data.last_t)}"
             f" · generated {_utc(data.generated_at)}")

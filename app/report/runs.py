@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from app.compare import compare_runs
+from app.compare import NothingStored, compare_runs
 from app.errors import ConfigError
 from app.runs import Run, list_runs
 from app.store.base import Store
+
+log = logging.getLogger(__name__)
 
 
 def find_run(store: Store, host: str, run_id: str) -> Run:
@@ -32,5 +35,9 @@ def host_comparison(store: Store, host: str, baseline: str | None) -> dict[str, 
     runs = list_runs(store, host)
     if len(runs) < 2:
         return None
-    _, result = compare_runs(store, runs, baseline=baseline)
+    try:
+        _, result = compare_runs(store, runs, baseline=baseline)
+    except NothingStored as exc:  # none of the runs has a sample left: the report shows the rest
+        log.warning("report: comparison left out: %s", exc)
+        return None
     return result

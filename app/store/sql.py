@@ -189,6 +189,27 @@ class SqlStore:
             keep &= t <= until
         return (t, v) if keep.all() else (np.ascontiguousarray(t[keep]), np.ascontiguousarray(v[keep]))
 
+    def buckets(
+        self, host: str, metric: str, width: int, rank: str = "",
+        since: float | None = None, until: float | None = None,
+    ) -> npt.NDArray[np.float64]:
+        """Rows (bucket start, n, sum, min, max) of the buckets that START in [since, until), in order."""
+        params: list[Any] = [host, metric, rank, width]
+        where = ""
+        if since is not None:
+            where += " AND bucket >= ?"
+            params.append(since)
+        if until is not None:
+            where += " AND bucket < ?"
+            params.append(until)
+        with self._lock:
+            rows = self._run(
+                "SELECT bucket, n, vsum, vmin, vmax FROM samples_rollup"
+                f" WHERE host = ? AND metric = ? AND rank = ? AND width = ?{where} ORDER BY bucket",
+                params,
+            )
+        return np.asarray(rows, dtype=np.float64).reshape(-1, 5)
+
     def raw_start(self, host: str, metric: str, rank: str = "") -> float | None:
         with self._lock:
             rows = self._run(
