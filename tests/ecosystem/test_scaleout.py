@@ -11,6 +11,8 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +20,11 @@ import httpx
 import pytest
 
 from app.alerts.delivery import DELIVERY_DOC
-from app.alerts.lease import ALERTS_LEASE, LEASE_DOC, STALE_AFTER_S
+from app.alerts.lease import ALERTS_LEASE, BEAT_S, LEASE_DOC, STALE_AFTER_S
 from app.cli import main
 from app.store import Store, open_store
 from tests.alerts.test_alert_webhook import Receiver
-from tests.ecosystem.processes import append_decode_lines, kvwatch_processes, wait_for
+from tests.ecosystem.processes import Kvwatch, append_decode_lines, kvwatch_processes, wait_for
 from tests.fixtures.web import free_port
 
 H1_VALUES, H2_VALUES = range(1001, 1021), range(2001, 2021)
@@ -199,11 +201,26 @@ def alert_events(base: str, seen: list[dict[str, Any]], connected: threading.Eve
         pass
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_two_web_apps_send_each_alert_once_and_hand_over_on_kill(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest, receiver: Receiver
-) -> None:
-    database = str(request.getfixturevalue("pg_url")) if backend == "postgres" else str(tmp_path / "k.db")
+@dataclass
+class WebApps:
+    """A collector and web apps A (the lease holder) and B on one store, alerting to `receiver`."""
+
+    store: Store
+    log: Path
+    base_t: float
+    a: Kvwatch
+    b: Kvwatch
+    a_base: str
+    b_base: str
+    everyone: list[Kvwatch]
+
+    def append(self, offset: float, usages: list[float]) -> None:
+        with self.log.open("a") as handle:
+            handle.write(decode_lines(self.base_t + offset, usages))
+
+
+@contextmanager
+def two_web_apps(tmp_path: Path, database: str, receiver: Receiver) -> Iterator[WebApps]:
     log = tmp_path / "gpu1.log"
     base_t = time.time() - 700  # log time in the recent past: 10 quiet lines, then 3 min saturated
     log.write_text(decode_lines(base_t, [0.6] * 10))
@@ -219,17 +236,30 @@ def test_two_web_apps_send_each_alert_once_and_hand_over_on_kill(
         b = start("web-b", ["serve", "--no-collect", "--config", str(config), "--port", str(ports[1])])
         everyone = [collector, a, b]
         wait_for(lambda: httpx.get(f"{b_base}/api/alerts").status_code == 200, 60, "web app B up", everyone)
+        yield WebApps(store, log, base_t, a, b, a_base, b_base, everyone)
+    store.close()
+
+
+def database_for(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    return str(request.getfixturevalue("pg_url")) if backend == "postgres" else str(tmp_path / "k.db")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_two_web_apps_send_each_alert_once_and_hand_over_on_kill(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, receiver: Receiver
+) -> None:
+    with two_web_apps(tmp_path, database_for(backend, tmp_path, request), receiver) as apps:
+        store, a, b, everyone = apps.store, apps.a, apps.b, apps.everyone
         streamed: list[dict[str, Any]] = []
         connected = threading.Event()
-        threading.Thread(target=alert_events, args=(b_base, streamed, connected), daemon=True).start()
+        threading.Thread(target=alert_events, args=(apps.b_base, streamed, connected), daemon=True).start()
         assert connected.wait(20)
 
-        with log.open("a") as handle:  # the server saturates
-            handle.write(decode_lines(base_t + 50, [0.97] * 36))
+        apps.append(50, [0.97] * 36)  # the server saturates
         wait_for(lambda: sent_states(receiver) == ["firing"], 60, "one FIRING", everyone)
         wait_for(lambda: outbox(store) == ["sent"], 20, "the FIRING marked sent in the outbox", everyone)
         # B, which does not hold the lease, shows the alert (from the store) as A does, and streams it live.
-        for web in (a_base, b_base):  # B follows the stored states within a tick (1 s)
+        for web in (apps.a_base, apps.b_base):  # B follows the stored states within a tick (1 s)
             wait_for(lambda web=web: RULE in [x["rule"] for x in httpx.get(f"{web}/api/alerts").json()
                                             if x["state"] == "firing"], 5, f"the firing alert in {web}", everyone)
         wait_for(lambda: [x for x in streamed if x["rule"] == RULE and x["state"] == "firing"], 20,
@@ -240,8 +270,7 @@ def test_two_web_apps_send_each_alert_once_and_hand_over_on_kill(
         # The hook goes down; the server recovers; A queues the RESOLVED, cannot deliver it, and is killed.
         receiver.fail_first = 10**6
         attempts = receiver.attempts
-        with log.open("a") as handle:
-            handle.write(decode_lines(base_t + 230, [0.5] * 70))
+        apps.append(230, [0.5] * 70)
         wait_for(lambda: receiver.attempts > attempts, 60, "A trying to send the RESOLVED", everyone)
         assert a.signal(signal.SIGKILL) == -signal.SIGKILL
         killed = time.monotonic()
@@ -252,11 +281,39 @@ def test_two_web_apps_send_each_alert_once_and_hand_over_on_kill(
         time.sleep(3)
         assert sent_states(receiver) == ["firing", "resolved"]
         assert outbox(store) == ["sent", "sent"]
-        resolved = [x for x in httpx.get(f"{b_base}/api/alerts").json() if x["rule"] == RULE]
+        resolved = [x for x in httpx.get(f"{apps.b_base}/api/alerts").json() if x["rule"] == RULE]
         assert [x["state"] for x in resolved] == ["resolved"]
         dedup = [body["dedup_key"] for body in receiver.accepted]
         assert len(dedup) == len(set(dedup)), "no message of any rule sent twice"
-    store.close()
     print(f"alerts lease taken over {took_over:.1f} s after kill -9 of its holder ({backend})")
     assert took_over < STALE_AFTER_S, "a holder of this machine that is gone is replaced within a beat or so"
 
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_stalled_holder_is_replaced_once_stale_and_sends_nothing_after(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, receiver: Receiver
+) -> None:
+    # SIGSTOP: the holder's process is alive but silent, as a holder on another machine that is cut
+    # off looks to the others: only the lease's age tells, so this is the 6 s path.
+    with two_web_apps(tmp_path, database_for(backend, tmp_path, request), receiver) as apps:
+        apps.append(50, [0.97] * 36)
+        wait_for(lambda: outbox(apps.store) == ["sent"], 60, "one FIRING, sent by A", apps.everyone)
+        apps.a.proc.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            apps.append(230, [0.5] * 70)  # the server recovers while A is frozen
+            wait_for(lambda: lease_pid(apps.store) == apps.b.proc.pid, 30, "B taking the lease over", apps.everyone)
+            took_over = time.monotonic() - stopped
+            wait_for(lambda: sent_states(receiver) == ["firing", "resolved"], 30, "the RESOLVED, sent by B",
+                     apps.everyone)
+        finally:
+            apps.a.proc.send_signal(signal.SIGCONT)
+        # A wakes with the recovery unevaluated and a lease it no longer trusts: it follows, sends nothing.
+        wait_for(lambda: [x["state"] for x in httpx.get(f"{apps.a_base}/api/alerts").json() if x["rule"] == RULE]
+                 == ["resolved"], 10, "A showing the RESOLVED that B stored", apps.everyone)
+        time.sleep(3)
+        assert sent_states(receiver) == ["firing", "resolved"]
+        assert lease_pid(apps.store) == apps.b.proc.pid
+    print(f"alerts lease taken over {took_over:.1f} s after SIGSTOP of its holder ({backend})")
+    # Renewed at most a beat before the stop, stale 6 s after that renewal, seen within a second.
+    assert STALE_AFTER_S - BEAT_S - 0.5 <= took_over <= STALE_AFTER_S + 2.5
