@@ -99,6 +99,7 @@ class AlertService:
     def _lead(self) -> None:
         """Took the lease: carry on from the stored states; send what the outbox still holds."""
         if self.lease is not None:
+            self.engine.follow()  # the pages get what the old holder stored since our last look
             self.engine.load()
         self.engine.leading = True
         if self.delivery is None and self.webhook is not None:
