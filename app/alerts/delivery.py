@@ -5,7 +5,9 @@ show) plus structured fields for anything else: `status`, `previous`, `dedup_key
 
 Only changes to firing and to resolved are sent (pending is for the page). Each change is written
 to an outbox document (kind "alert_delivery", key "host/rule/seq") before it is sent and marked
-sent after a 2xx, so a restart sends what was still pending and never re-sends what was sent.
+sent after a 2xx, so a restart sends what was still pending and never re-sends what was sent; the
+same holds when another web app on the store takes the alerts lease over (app/alerts/lease.py). A
+process killed between a 2xx and marking it sent leaves it pending: that one message goes out twice.
 The webhook URL may embed a secret (Slack's does): logs name only its scheme and host.
 """
 
@@ -19,6 +21,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -51,6 +54,8 @@ class WebhookDelivery:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="alert-webhook", daemon=True)
         self._known: set[str] = set()
+        # False once this process may no longer send (it lost the alerts lease): stop, leave it pending.
+        self.may_send: Callable[[], bool] = lambda: True
         self.sent = 0  # counters for /api/hosts-style health and tests
         self.failed = 0
 
@@ -65,11 +70,21 @@ class WebhookDelivery:
 
     def start(self) -> None:
         """Queue what an earlier run left unsent, then start the sender thread."""
+        self.adopt_pending()
+        self._thread.start()
+
+    def adopt_pending(self) -> int:
+        """Queue every pending outbox message this sender does not know yet: at start, and after
+        taking the alerts lease over, one a stalled former holder wrote late. Returns how many."""
+        adopted = 0
         for doc in self.store.documents(DELIVERY_DOC):
+            if doc["key"] in self._known:
+                continue
             self._known.add(doc["key"])
             if doc["data"].get("status") == "pending":
                 self._queue.put((doc["key"], doc["host"], doc["data"]))
-        self._thread.start()
+                adopted += 1
+        return adopted
 
     def submit(self, change: Change) -> None:
         """Called for every change; sends firing and resolved, each (host, rule, seq) once."""
@@ -108,8 +123,8 @@ class WebhookDelivery:
 
     def _deliver(self, key: str, host: str, data: dict[str, Any]) -> None:
         for attempt in range(1, self.max_attempts + 1):
-            if self._stop.is_set():
-                return  # stays "pending" in the outbox: the next start sends it
+            if self._stop.is_set() or not self.may_send():
+                return  # stays "pending" in the outbox: the next start (or lease holder) sends it
             error, retry = self._post(data["body"])
             data = {**data, "attempts": attempt}
             if error is None:

@@ -76,22 +76,65 @@ class AlertEngine:
         self.rules = {name: {r.name: r for r in rules.get(name, ())} for name in self.hosts}
         self._health = health or (lambda _host: None)
         self._lock = threading.RLock()
-        now = clock()
-        self._readers = {name: HostReader(store, name) for name in self.hosts}
-        self._fresh = {name: Freshness(started=now) for name in self.hosts}
-        self._alerts = {a.key: a for a in map(AlertState.from_dict, _docs(store, ALERT_DOC))}
-        mutes = [d for d in _docs(store, MUTE_DOC) if d["host"] in self.hosts]
-        self._mutes = {d["host"]: Mute(d["until"], d["reason"]) for d in mutes if d["until"] > now}
-        for doc in mutes:  # a host re-armed before a restart stays re-armed at the same point
-            self._readers[doc["host"]].floor = doc.get("armed_at")
-        self._dirty: set[str] = set()
-        self._flushed_at = now
+        # Called with each change before its state is stored (the webhook outbox: a process killed
+        # between the two writes leaves a message to send, never a state nobody was told about).
+        self.on_record: Callable[[Change], None] | None = None
+        # False in a process that does not hold the alerts lease: it only follows the stored states.
+        self.leading = True
+        self.load()
+
+    def load(self) -> None:
+        """(Re)start from the store: states, mutes and re-arm points as the last evaluator left them."""
+        with self._lock:
+            now = self.clock()
+            self._readers = {name: HostReader(self.store, name) for name in self.hosts}
+            self._fresh = {name: Freshness(started=now) for name in self.hosts}
+            self._alerts = {a.key: a for a in map(AlertState.from_dict, _docs(self.store, ALERT_DOC))}
+            mutes = [d for d in _docs(self.store, MUTE_DOC) if d["host"] in self.hosts]
+            self._mutes = {d["host"]: Mute(d["until"], d["reason"]) for d in mutes if d["until"] > now}
+            for doc in mutes:  # a host re-armed before a restart stays re-armed at the same point
+                self._readers[doc["host"]].floor = doc.get("armed_at")
+            self._dirty: set[str] = set()
+            self._flushed_at = now
+
+    def follow(self) -> list[Change]:
+        """Not the evaluator: take states and mutes as the lease holder stored them; returns (and
+        emits) the state changes since the last call, for this process's live stream."""
+        changes = []
+        with self._lock:
+            now = self.clock()
+            self._sync_mutes(now)
+            stored = {a.key: a for a in map(AlertState.from_dict, _docs(self.store, ALERT_DOC))}
+            for key, alert in stored.items():
+                old = self._alerts.get(key)
+                rule = self.rules.get(alert.host, {}).get(alert.rule)
+                if rule is not None and (old is None or (old.seq, old.state) != (alert.seq, alert.state)):
+                    previous: State = old.state if old is not None else "inactive"
+                    changes.append(Change(previous, copy.copy(alert), rule, self._public(alert)))
+            self._alerts, self._dirty = stored, set()
+        return self._emit(changes)
+
+    def _sync_mutes(self, now: float) -> None:
+        """Mutes another process stored (its controller restarting a host) apply here too. A
+        follower takes them as stored; the holder adds new ones and shortens one ended elsewhere,
+        which its next evaluation then re-arms like a mute running out."""
+        docs = {d["host"]: d for d in _docs(self.store, MUTE_DOC) if d["host"] in self.hosts}
+        if not self.leading:
+            self._mutes = {h: Mute(float(d["until"]), d["reason"]) for h, d in docs.items() if d["until"] > now}
+            return
+        for host, doc in docs.items():
+            until, mute = float(doc["until"]), self._mutes.get(host)
+            if until > now and (mute is None or mute.until != until):
+                self._mutes[host] = Mute(until, doc["reason"])
+            elif mute is not None and until <= now < mute.until:
+                mute.until = now
 
     def evaluate(self) -> list[Change]:
         """One pass over every host; returns the state changes, oldest first per alert."""
         changes: list[Change] = []
         with self._lock:
             now = self.clock()
+            self._sync_mutes(now)
             for host in self.hosts:
                 try:
                     self._evaluate_host(host, now, changes)
@@ -132,7 +175,7 @@ class AlertEngine:
 
     def _retire(self, host: str, now: float) -> list[Change]:
         changes = []
-        for alert in [a for a in self._alerts.values() if a.host == host]:
+        for alert in [a for a in self._alerts.values() if a.host == host and self.leading]:
             rule = self.rules[host].get(alert.rule)
             if rule is not None:
                 t = now if rule.clock == "wall" else (alert.evaluated_to or now)
@@ -155,8 +198,17 @@ class AlertEngine:
         """End a mute and re-arm the host's rules; returns the changes that re-arming made."""
         with self._lock:
             self._require(host)
+            if not self.leading:  # the lease holder re-arms it when it sees the mute ended
+                self._end_mute(host)
+                return []
             changes = self._rearm(host, self.clock()) if host in self._mutes else []
         return self._emit(changes)
+
+    def _end_mute(self, host: str) -> None:
+        mute = self._mutes.pop(host, None)
+        if mute is not None:
+            now = self.clock()
+            self.store.put_document(MUTE_DOC, host, host, now, {"host": host, "until": now, "reason": mute.reason})
 
     def muted(self, host: str) -> Mute | None:
         with self._lock:
@@ -180,6 +232,11 @@ class AlertEngine:
                 self._persist(self._alerts[key])
             self._dirty.clear()
             self._flushed_at = self.clock()
+
+    def flush_abandon(self) -> None:
+        """Drop unsaved progress: another process evaluates now, and its states win."""
+        with self._lock:
+            self._dirty.clear()
 
     def _emit(self, changes: list[Change]) -> list[Change]:
         # Outside the lock: a slow subscriber must not hold up mute() or the API.
@@ -251,9 +308,12 @@ class AlertEngine:
 
     def _changed(self, alert: AlertState, rule: RuleSpec, previous: State, now: float) -> Change:
         alert.changed_wall = now
+        change = Change(previous, copy.copy(alert), rule, self._public(alert))
+        if self.on_record is not None:
+            self.on_record(change)
         self._persist(alert)
         log.info("alert %s: %s -> %s (value %s)", alert.key, previous, alert.state, alert.value)
-        return Change(previous, copy.copy(alert), rule, self._public(alert))
+        return change
 
     def _start(self, host: str, evaluated_to: float | None) -> float | None:
         """Where a rule's observations resume: after its watermark, but never more than

@@ -4,6 +4,7 @@
 bus, the webhook from `[server] webhook`, and starts evaluating every `interval` seconds (1 s: a
 state change reaches the page within about a second of the record that caused it being committed).
 A config reload calls `reconfigure(config)`: new rules and hosts for the engine, and the new webhook.
+Web apps sharing one store take turns through a lease: one evaluates and sends, the others follow.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from app.alerts.engine import (
     sort_alerts,
     visible,
 )
+from app.alerts.lease import Lease
 from app.alerts.rules import rules_for_host
 from app.alerts.state import AlertState
 from app.alerts.text import public
@@ -41,20 +43,89 @@ EVALUATE_EVERY_S = 1.0
 
 
 class AlertService:
+    """Evaluates and sends while it holds `lease` (always without one); otherwise follows the states
+    the holder stores, so /api/alerts and the live stream of every web app show the same alerts."""
+
     def __init__(self, engine: AlertEngine, delivery: WebhookDelivery | None, interval: float = EVALUATE_EVERY_S,
-                 base_url: str = ""):
+                 base_url: str = "", lease: Lease | None = None, webhook: str | None = None):
         self.engine, self.delivery, self.interval = engine, delivery, interval
         self.base_url = base_url  # for a webhook a reload turns on
+        self.lease = lease
+        self.webhook = delivery.url if delivery is not None else webhook
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="alerts", daemon=True)
         self._restarting: Callable[[str], bool] | None = None
         self._muted_by_restart: set[str] = set()
+        self._lease_thread = threading.Thread(target=self._beat, name="alerts-lease", daemon=True)
+        self._adopted_at = float("-inf")
+        engine.on_record = self._record
+        engine.leading = False
+
+    @property
+    def leading(self) -> bool:
+        return self.engine.leading
 
     def start(self) -> None:
-        if self.delivery is not None:
-            self.delivery.start()
+        if self.lease is not None:
+            # The first beat before the threads start: a lone `serve` evaluates at once, as before leases.
+            self.lease.beat()
+            self._lease_thread.start()
+        self._check_lease()
         self._thread.start()
+
+    def _beat(self) -> None:
+        """The lease's own thread, so a slow evaluation never delays a renewal: the holder renews
+        every beat, a follower looks every tick to take a free lease over sooner."""
+        assert self.lease is not None
+        while not self._stop.wait(self.lease.beat_s if self.lease.held else min(self.interval, self.lease.beat_s)):
+            was = self.lease.held
+            if self.lease.beat() != was:
+                self._wake.set()  # lead or follow now, not at the next tick
+
+    def _check_lease(self) -> None:
+        """Lead or follow as the lease says (always lead without one)."""
+        holding = self.lease is None or self.lease.held
+        if holding and not self.engine.leading:
+            self._lead()
+        elif not holding and self.engine.leading:
+            self._follow()
+        elif holding and self.delivery is not None and self.lease is not None:
+            now = time.monotonic()
+            if now - self._adopted_at >= self.lease.beat_s:
+                self._adopted_at = now
+                self.delivery.adopt_pending()  # one a stalled former holder wrote after we took over
+
+    def _lead(self) -> None:
+        """Took the lease: carry on from the stored states; send what the outbox still holds."""
+        if self.lease is not None:
+            self.engine.follow()  # the pages get what the old holder stored since our last look
+            self.engine.load()
+        self.engine.leading = True
+        if self.delivery is None and self.webhook is not None:
+            self.delivery = WebhookDelivery(self.webhook, self.engine.store, base_url=self.base_url)
+        if self.delivery is not None:
+            self.delivery.may_send = self._may_send
+            self.delivery.start()
+
+    def _follow(self) -> None:
+        """Lost the lease (stalled past it, or the store was unreachable): stop sending at once; what
+        was not sent stays pending in the outbox for the holder."""
+        self.engine.leading = False
+        self.engine.flush_abandon()
+        delivery, self.delivery = self.delivery, None
+        if delivery is not None:
+            delivery.stop(0.5)
+
+    def _may_send(self) -> bool:
+        return self.lease is None or self.lease.held
+
+    def _record(self, change: Change) -> None:
+        # Into the outbox even if the lease ran out mid-evaluation: its sender then holds the POST
+        # back (`may_send`) and the next holder, or this one re-taking the lease, sends it.
+        delivery = self.delivery  # read once: a reload may swap it meanwhile
+        if delivery is not None and self.engine.leading:
+            delivery.submit(change)
 
     def poke(self) -> None:
         """Evaluate now rather than at the next tick (e.g. right after new samples were committed)."""
@@ -78,11 +149,6 @@ class AlertService:
         finally:
             self.engine.unmute(host)
 
-    def deliver(self, change: Change) -> None:
-        delivery = self.delivery  # read once: a reload may swap it meanwhile
-        if delivery is not None:
-            delivery.submit(change)
-
     def reconfigure(self, config: Config) -> list[Change]:
         """Apply a reloaded config: every host's rules rebuilt from it (see AlertEngine.reconfigure)
         and `[server] webhook` followed; returns the changes it made (removed hosts' alerts ending)."""
@@ -95,12 +161,16 @@ class AlertService:
         """A changed URL is used from the next attempt on (messages not yet sent go there too); a new
         one starts a sender; a removed one stops it, leaving what was unsent in the outbox."""
         current = self.delivery
-        if url == (current.url if current is not None else None):
+        if url == self.webhook and url == (current.url if current is not None else url):
             return
+        self.webhook = url
+        if not self.engine.leading:
+            return  # a follower sends nothing; it builds the sender from `webhook` if it takes the lease
         if current is not None and url is not None:
             current.retarget(url)
         elif url is not None:
             started = WebhookDelivery(url, self.engine.store, base_url=self.base_url)
+            started.may_send = self._may_send
             started.start()
             self.delivery = started
         elif current is not None:
@@ -128,17 +198,25 @@ class AlertService:
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-        self.engine.flush()
+        for thread in (self._thread, self._lease_thread):
+            if thread.is_alive():
+                thread.join(timeout)
+        if self.engine.leading:
+            self.engine.flush()
         if self.delivery is not None:
             self.delivery.stop(timeout)
+        if self.lease is not None:  # after the last write: the next holder starts from all of it
+            self.lease.release()
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
+                self._check_lease()
                 self._sync_restarts()
-                self.engine.evaluate()
+                if self.engine.leading:
+                    self.engine.evaluate()
+                else:
+                    self.engine.follow()
             except Exception:  # the boundary: a store hiccup must not end alerting for good
                 log.exception("alert evaluation failed; retrying at the next tick")
             self._wake.wait(self.interval)
@@ -153,12 +231,9 @@ def start_alerting(
     rules = {host.name: rules_for_host(config, host) for host in config.hosts}
     if base_url is None:
         base_url = f"http://{config.server.host}:{config.server.port}"
-    webhook = config.server.webhook
-    delivery = WebhookDelivery(webhook, services.store, base_url=base_url) if webhook else None
 
     def publish(change: Change) -> None:
         services.bus.publish("alert", change.payload)
-        service.deliver(change)
 
     engine = AlertEngine(
         services.store,
@@ -167,7 +242,9 @@ def start_alerting(
         health=lambda host: _health(services, host),
         on_change=publish,
     )
-    service = AlertService(engine, delivery, interval, base_url)
+    # Several web apps on one store: only the lease holder evaluates and sends (see app/alerts/lease.py).
+    lease = Lease(services.store)
+    service = AlertService(engine, None, interval, base_url, lease=lease, webhook=config.server.webhook)
     service.start()
     return service
 

@@ -49,7 +49,7 @@ class PostgresStore(SqlStore):
             cur.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
             return cur.fetchall() if cur.description else []
 
-    def _delete(self, sql: str, params: Sequence[Any]) -> int:
+    def _rows_changed(self, sql: str, params: Sequence[Any]) -> int:
         with self._conn.cursor() as cur:
             cur.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
             return cur.rowcount

@@ -42,8 +42,8 @@ class SqlStore:
         raise NotImplementedError
         yield
 
-    def _delete(self, sql: str, params: Sequence[Any]) -> int:
-        """Run a DELETE; the number of rows it removed."""
+    def _rows_changed(self, sql: str, params: Sequence[Any]) -> int:
+        """Run a DELETE, UPDATE or INSERT; the number of rows it changed."""
         raise NotImplementedError
 
     def _insert_samples(self, host: str, samples: Sequence[Sample]) -> None:
@@ -118,6 +118,26 @@ class SqlStore:
                 (kind, key, host, t, json.dumps(data)),
             )
 
+    def swap_document(
+        self, kind: str, key: str, host: str, t: float, data: dict[str, Any],
+        expect: dict[str, Any] | None, expect_t: float | None = None,
+    ) -> bool:
+        """Compare-and-set: write the document only if it is absent (`expect` None) or still holds
+        `expect` (and, given, the time `expect_t`); True when written. Leases rely on it: of two
+        processes taking over the same stale lease, exactly one succeeds."""
+        with self._transaction():
+            if expect is None:
+                return self._rows_changed(
+                    "INSERT INTO documents (kind, key, host, t, data) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (kind, key, host, t, json.dumps(data)),
+                ) == 1
+            sql = "UPDATE documents SET host = ?, t = ?, data = ? WHERE kind = ? AND key = ? AND data = ?"
+            params: list[Any] = [host, t, json.dumps(data), kind, key, json.dumps(expect)]
+            if expect_t is not None:
+                sql += " AND t = ?"
+                params.append(expect_t)
+            return self._rows_changed(sql, params) == 1
+
     def prune(self, before: float, batch: int = 0) -> int:
         """Drop every series' raw samples older than `before`; their rollups stay, so old windows still
         draw. `batch` > 0 deletes at most about that many rows a transaction (see `prune_series`)."""
@@ -144,8 +164,8 @@ class SqlStore:
             if limit > 0:
                 edge = self._run(f"SELECT t {series} < ? ORDER BY t LIMIT 1 OFFSET ?", (*key, before, limit - 1))
                 if edge:
-                    return self._delete(f"DELETE {series} <= ?", (*key, float(edge[0][0])))
-            return self._delete(f"DELETE {series} < ?", (*key, before))
+                    return self._rows_changed(f"DELETE {series} <= ?", (*key, float(edge[0][0])))
+            return self._rows_changed(f"DELETE {series} < ?", (*key, before))
 
     # -- reading ----------------------------------------------------------------------------
     def load_state(self, host: str, source: str, path: str) -> dict[str, Any] | None:

@@ -68,7 +68,7 @@ class SqliteStore(SqlStore):
     def _run(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         return self._db.execute(sql, params).fetchall()
 
-    def _delete(self, sql: str, params: Sequence[Any]) -> int:
+    def _rows_changed(self, sql: str, params: Sequence[Any]) -> int:
         return self._db.execute(sql, params).rowcount
 
     def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
