@@ -55,6 +55,7 @@ class HostOptions:
     gpu: bool = False
     metrics_port: int | None = None
     metrics_interval: float = 5.0
+    gpu_interval: float = 1.0  # GPU samples are handed to the sink this often (one transaction each)
     wake: bool = True  # a `tail -F` wake-up stream; False = poll every poll_interval only
 
 
@@ -158,11 +159,12 @@ class HostFollower:
         watch = self._watch(transport)
         gpu = GpuSampler(transport) if self.options.gpu else None
         next_glob = time.monotonic() + self.options.glob_interval
-        next_metrics = 0.0
+        next_metrics = next_gpu = 0.0
         try:
             while not self._stop.is_set():
                 self._poll_files(transport)
-                if gpu is not None:
+                if gpu is not None and time.monotonic() >= next_gpu:
+                    next_gpu = time.monotonic() + self.options.gpu_interval
                     self._deliver_live("gpu", "nvidia-smi", gpu.read(0.0))
                 if self.options.metrics_port and time.monotonic() >= next_metrics:
                     next_metrics = time.monotonic() + self.options.metrics_interval
