@@ -27,6 +27,7 @@ class SimProcess:
         argv = [sys.executable, "-m", "simulator.server", *args, "--port", str(self.port),
                 "--sim-speed", str(speed), "--sim-log-file", str(self.log)]
         self.proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        STARTED.append(self)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
@@ -53,6 +54,9 @@ class SimProcess:
 
     def records(self) -> list[dict[str, Any]]:
         return parse_log(self.log)
+
+
+STARTED: list[SimProcess] = []  # stopped after each test by tests/simulator/conftest.py, passed or not
 
 
 def get(url: str) -> tuple[int, bytes]:
