@@ -31,6 +31,9 @@ from app.store.base import Store
 
 log = logging.getLogger(__name__)
 DELIVERY_DOC = "alert_delivery"
+# Sent and failed messages stay in the outbox this long (to look into), then go: the lease holder
+# reads the whole outbox every 2 s, so an outbox that only grew would cost more every day.
+DELIVERED_KEEP_S = 7 * 86400.0
 RETRYABLE_STATUS = frozenset({408, 425, 429})
 
 
@@ -77,6 +80,11 @@ class WebhookDelivery:
         """Queue every pending outbox message this sender does not know yet: at start, and after
         taking the alerts lease over, one a stalled former holder wrote late. Returns how many."""
         adopted = 0
+        done_before = time.time() - DELIVERED_KEEP_S
+        expired = [doc["key"] for doc in self.store.documents(DELIVERY_DOC)
+                   if doc["data"].get("status") != "pending" and doc["t"] < done_before]
+        if expired:
+            self.store.delete_documents(DELIVERY_DOC, expired)
         for doc in self.store.documents(DELIVERY_DOC):
             if doc["key"] in self._known:
                 continue

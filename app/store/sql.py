@@ -138,6 +138,11 @@ class SqlStore:
                 params.append(expect_t)
             return self._rows_changed(sql, params) == 1
 
+    def delete_documents(self, kind: str, keys: list[str]) -> int:
+        with self._transaction():
+            return sum(self._rows_changed("DELETE FROM documents WHERE kind = ? AND key = ?", (kind, key))
+                       for key in keys)
+
     def prune(self, before: float, batch: int = 0) -> int:
         """Drop every series' raw samples older than `before`; their rollups stay, so old windows still
         draw. `batch` > 0 deletes at most about that many rows a transaction (see `prune_series`)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -151,3 +152,20 @@ def test_an_unreachable_receiver_gives_up_after_max_attempts(tmp_path: Path, cap
     assert delivery.failed == 1
     assert "SECRET" not in caplog.text  # the URL's secret path never reaches the log
     assert "http://127.0.0.1" in caplog.text
+
+
+def test_the_outbox_forgets_delivered_messages_after_a_week(tmp_path: Path, receiver: Receiver) -> None:
+    """Sent and failed messages older than DELIVERED_KEEP_S leave the outbox; pending ones never do."""
+    from app.alerts.delivery import DELIVERED_KEEP_S
+
+    rig = Rig(tmp_path / "kvwatch.db")
+    now = time.time()
+    old, recent = now - DELIVERED_KEEP_S - 60, now - DELIVERED_KEEP_S + 3600
+    body = {"text": "[RESOLVED] left over", "status": "resolved", "dedup_key": "gpu1/p/1"}
+    for key, t, status in [("gpu1/a/1", old, "sent"), ("gpu1/b/1", old, "failed"),
+                           ("gpu1/p/1", old, "pending"), ("gpu1/c/1", recent, "sent")]:
+        rig.store.put_document(DELIVERY_DOC, key, "gpu1", t, {"status": status, "body": body})
+    delivery = WebhookDelivery(receiver.url, rig.store)
+    assert delivery.adopt_pending() == 1
+    left = {d["key"]: d["data"]["status"] for d in rig.store.documents(DELIVERY_DOC)}
+    assert left == {"gpu1/p/1": "pending", "gpu1/c/1": "sent"}
