@@ -31,6 +31,8 @@ def this_owner() -> str:
 
 
 def _owner_alive(owner: str, now: float, beat_t: float) -> bool:
+    """A silent owner is gone; one on this machine whose process has ended is gone at once. A live pid
+    alone proves nothing: it may have been reused by an unrelated process."""
     hostname, _, pid = owner.rpartition(":")
     if hostname == socket.gethostname() and pid.isdigit():
         try:
@@ -38,8 +40,7 @@ def _owner_alive(owner: str, now: float, beat_t: float) -> bool:
         except ProcessLookupError:
             return False
         except PermissionError:
-            return True
-        return True
+            pass  # exists, run by another user: judged by its heartbeat like any other
     return now - beat_t < STALE_AFTER_S
 
 

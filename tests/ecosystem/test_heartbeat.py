@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -49,6 +50,17 @@ def test_a_dead_process_on_this_machine_frees_its_lease_at_once(store: SqliteSto
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     beat(store, "gpu1", f"{socket.gethostname()}:{gone.stdout.strip()}", NOW - 1)
     claim_hosts(store, ["gpu1"], "box-a:1", now=NOW)
+
+
+def test_a_reused_pid_on_this_machine_does_not_hold_a_silent_lease(store: SqliteStore) -> None:
+    """The pid is alive (this very test process) but the collector that wrote it stopped beating: a
+    pid reused after a crash must not keep the host locked forever."""
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    beat(store, "gpu1", owner, NOW - STALE_AFTER_S - 1)
+    claim_hosts(store, ["gpu1"], "box-a:1", now=NOW)
+    beat(store, "gpu1", owner, NOW - 1)  # while it beats, it is alive
+    with pytest.raises(ConfigError, match="already collected"):
+        claim_hosts(store, ["gpu1"], "box-a:1", now=NOW)
 
 
 def test_the_web_app_sees_stored_health_and_its_staleness(store: SqliteStore) -> None:
