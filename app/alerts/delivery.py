@@ -81,12 +81,12 @@ class WebhookDelivery:
         taking the alerts lease over, one a stalled former holder wrote late. Returns how many."""
         adopted = 0
         done_before = time.time() - DELIVERED_KEEP_S
-        expired = [doc["key"] for doc in self.store.documents(DELIVERY_DOC)
-                   if doc["data"].get("status") != "pending" and doc["t"] < done_before]
+        outbox = self.store.documents(DELIVERY_DOC)
+        expired = {doc["key"] for doc in outbox if doc["data"].get("status") != "pending" and doc["t"] < done_before}
         if expired:
-            self.store.delete_documents(DELIVERY_DOC, expired)
-        for doc in self.store.documents(DELIVERY_DOC):
-            if doc["key"] in self._known:
+            self.store.delete_documents(DELIVERY_DOC, sorted(expired))
+        for doc in outbox:
+            if doc["key"] in self._known or doc["key"] in expired:
                 continue
             self._known.add(doc["key"])
             if doc["data"].get("status") == "pending":

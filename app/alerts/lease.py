@@ -13,13 +13,11 @@ sending before anyone else may start, as long as the machines' clocks agree to w
 from __future__ import annotations
 
 import logging
-import os
 import secrets
-import socket
 import time
 from typing import Any
 
-from app.pipeline.heartbeat import this_owner
+from app.pipeline.heartbeat import owner_alive, this_owner
 from app.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -91,16 +89,4 @@ class Lease:
 def _free(doc: dict[str, Any], now: float, stale_after_s: float) -> bool:
     """Released, not renewed for `stale_after_s`, or held by a process of this machine that is gone."""
     owner = str(doc["data"].get("owner") or "")
-    if not owner or now - doc["t"] >= stale_after_s:
-        return True
-    hostname, _, rest = owner.partition(":")
-    pid = rest.partition(":")[0]
-    if hostname != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)  # signal 0: "does this process exist", nothing is sent
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    return not owner or not owner_alive(owner, now, doc["t"], stale_after_s)

@@ -30,10 +30,12 @@ def this_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _owner_alive(owner: str, now: float, beat_t: float) -> bool:
-    """A silent owner is gone; one on this machine whose process has ended is gone at once. A live pid
-    alone proves nothing: it may have been reused by an unrelated process."""
-    hostname, _, pid = owner.rpartition(":")
+def owner_alive(owner: str, now: float, beat_t: float, stale_after_s: float = STALE_AFTER_S) -> bool:
+    """Does the lease owner `hostname:pid[:nonce]` that last beat at `beat_t` still hold it? A silent
+    owner is gone; one on this machine whose process has ended is gone at once. A live pid alone proves
+    nothing: it may have been reused by an unrelated process."""
+    hostname, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
     if hostname == socket.gethostname() and pid.isdigit():
         try:
             os.kill(int(pid), 0)  # signal 0: "does this process exist", nothing is sent
@@ -41,7 +43,7 @@ def _owner_alive(owner: str, now: float, beat_t: float) -> bool:
             return False
         except PermissionError:
             pass  # exists, run by another user: judged by its heartbeat like any other
-    return now - beat_t < STALE_AFTER_S
+    return now - beat_t < stale_after_s
 
 
 def claim_hosts(store: Store, hosts: Iterable[str], owner: str, now: float | None = None) -> None:
@@ -53,7 +55,7 @@ def claim_hosts(store: Store, hosts: Iterable[str], owner: str, now: float | Non
         other = data.get("owner")
         if host not in wanted or not other or other == owner or data.get("state") == "stopped":
             continue
-        if _owner_alive(other, now, doc["t"]):
+        if owner_alive(other, now, doc["t"]):
             raise ConfigError(
                 f"hosts[{host!r}]: already collected by {other} (last heartbeat {now - doc['t']:.0f} s ago); "
                 "give each collector its own hosts (kvwatch collect --only NAME,...)"

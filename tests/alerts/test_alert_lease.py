@@ -9,19 +9,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from app.alerts.lease import ALERTS_LEASE, BEAT_S, LEASE_DOC, STALE_AFTER_S, Lease
 from app.store import Store, open_store
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        return str(request.getfixturevalue("pg_url"))
-    return str(tmp_path / "kvwatch.db")
 
 
 @pytest.fixture

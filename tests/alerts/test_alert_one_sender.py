@@ -28,13 +28,6 @@ from tests.alerts.test_alert_webhook import Receiver
 RULE = "token_usage_high"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        return str(request.getfixturevalue("pg_url"))
-    return str(tmp_path / "kvwatch.db")
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     running = Receiver()
