@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.errors import ConfigError
+from kvwatch.app.errors import ConfigError
 
 SERVER_KEYS = frozenset({"host", "port", "database", "token", "data_dir", "webhook", "retention_days"})
 HOST_KEYS = frozenset(

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import stat
 
-from app.config import Config, HostConfig
-from app.errors import ConfigError
-from collectors.base import CollectorError
-from collectors.ssh_target import SshTarget
+from kvwatch.app.config import Config, HostConfig
+from kvwatch.app.errors import ConfigError
+from kvwatch.collectors.base import CollectorError
+from kvwatch.collectors.ssh_target import SshTarget
 
 
 def check_host_files(config: Config) -> None:

@@ -20,8 +20,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from app.store.base import Store
-from app.store.coverage import FINEST, read_window
+from kvwatch.app.store.base import Store
+from kvwatch.app.store.coverage import FINEST, read_window
 
 ExportFormat = Literal["csv", "parquet"]
 FORMATS: tuple[ExportFormat, ...] = ("csv", "parquet")

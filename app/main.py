@@ -11,14 +11,14 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from app import vendor
-from app.alerts import start_alerting
-from app.api import ROUTERS
-from app.api.limits import BodyLimit, Limits, MutationRateLimit
-from app.api.openapi import document_errors
-from app.config import Config
-from app.controller.wiring import build_controllers
-from app.services import Services
+from kvwatch.app import vendor
+from kvwatch.app.alerts import start_alerting
+from kvwatch.app.api import ROUTERS
+from kvwatch.app.api.limits import BodyLimit, Limits, MutationRateLimit
+from kvwatch.app.api.openapi import document_errors
+from kvwatch.app.config import Config
+from kvwatch.app.controller.wiring import build_controllers
+from kvwatch.app.services import Services
 
 
 def api_token(config: Config) -> str | None:

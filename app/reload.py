@@ -19,15 +19,15 @@ import signal
 import threading
 from collections.abc import Callable
 
-from app.alerts import validate_alert_config
-from app.config import Config, HostConfig, ServerConfig, load_config
-from app.config_files import check_host_files
-from app.controller.swap import ControllerSwap, plan_swap
-from app.errors import KvwatchError
-from app.pipeline.collector import HostCollector
-from app.pipeline.heartbeat import claim_hosts, this_owner
-from app.pipeline.transports import open_transport
-from app.services import Services
+from kvwatch.app.alerts import validate_alert_config
+from kvwatch.app.config import Config, HostConfig, ServerConfig, load_config
+from kvwatch.app.config_files import check_host_files
+from kvwatch.app.controller.swap import ControllerSwap, plan_swap
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.pipeline.collector import HostCollector
+from kvwatch.app.pipeline.heartbeat import claim_hosts, this_owner
+from kvwatch.app.pipeline.transports import open_transport
+from kvwatch.app.services import Services
 
 log = logging.getLogger(__name__)
 LIVE_SERVER_KEYS = frozenset({"webhook"})  # the [server] keys a reload applies; the rest need a restart

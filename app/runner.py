@@ -11,19 +11,19 @@ from pathlib import Path
 
 import uvicorn
 
-from app.alerts import validate_alert_config
-from app.config import Config
-from app.config_files import check_host_files
-from app.errors import ConfigError
-from app.main import api_token, create_app
-from app.pipeline.collector import HostCollector
-from app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
-from app.pipeline.relay import StoreRelay
-from app.pipeline.retention import DAY_S, Retention
-from app.pipeline.transports import open_transport
-from app.reload import ConfigReloader
-from app.services import Services
-from app.store import open_store
+from kvwatch.app.alerts import validate_alert_config
+from kvwatch.app.config import Config
+from kvwatch.app.config_files import check_host_files
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.main import api_token, create_app
+from kvwatch.app.pipeline.collector import HostCollector
+from kvwatch.app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
+from kvwatch.app.pipeline.relay import StoreRelay
+from kvwatch.app.pipeline.retention import DAY_S, Retention
+from kvwatch.app.pipeline.transports import open_transport
+from kvwatch.app.reload import ConfigReloader
+from kvwatch.app.services import Services
+from kvwatch.app.store import open_store
 
 log = logging.getLogger(__name__)
 

@@ -6,14 +6,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from app.bus import EventBus
-from app.config import Config
-from app.pipeline.collector import HostCollector
-from app.store.base import Store
+from kvwatch.app.bus import EventBus
+from kvwatch.app.config import Config
+from kvwatch.app.pipeline.collector import HostCollector
+from kvwatch.app.store.base import Store
 
 if TYPE_CHECKING:
-    from app.alerts.service import AlertService
-    from app.controller.restart import HostController
+    from kvwatch.app.alerts.service import AlertService
+    from kvwatch.app.controller.restart import HostController
 
 
 class Background(Protocol):

@@ -15,15 +15,15 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collectors.base import Line
-from collectors.tail_state import TailState
-from simulator.logfmt import DEFAULT_VERSION, VERSIONS, decode_line
+from kvwatch.collectors.base import Line
+from kvwatch.collectors.tail_state import TailState
+from kvwatch.simulator.logfmt import DEFAULT_VERSION, VERSIONS, decode_line
 from tests.fixtures.sshd import Sshd
 
 if TYPE_CHECKING:  # the app is imported only where it runs: a HostFollower process stays as small as before
-    from app.bus import EventBus
-    from app.pipeline.collector import HostCollector
-    from app.store import Batch, Store
+    from kvwatch.app.bus import EventBus
+    from kvwatch.app.pipeline.collector import HostCollector
+    from kvwatch.app.store import Batch, Store
 
 FAKE_NVIDIA_SMI = """#!/bin/sh
 i=0
@@ -116,7 +116,7 @@ class TimedStore:
 
 
 def app_store(database: Path, stamps: WriteStamps) -> TimedStore:
-    from app.store import open_store
+    from kvwatch.app.store import open_store
 
     return TimedStore(open_store(str(database)), stamps)
 
@@ -124,10 +124,10 @@ def app_store(database: Path, stamps: WriteStamps) -> TimedStore:
 def app_collector(name: str, server: Sshd, store: TimedStore, server_log: Path, bus: EventBus | None = None,
                   outputs: tuple[str, ...] = (), gpu: bool = False) -> HostCollector:
     """A HostCollector exactly as `kvwatch serve` builds it (runner.build_services), over real sshd."""
-    from app.bus import EventBus
-    from app.config import HostConfig
-    from app.pipeline.collector import HostCollector
-    from app.pipeline.transports import open_transport
+    from kvwatch.app.bus import EventBus
+    from kvwatch.app.config import HostConfig
+    from kvwatch.app.pipeline.collector import HostCollector
+    from kvwatch.app.pipeline.transports import open_transport
 
     host = HostConfig(name=name, ssh=server.spec, identity_file=server.key_path,
                       known_hosts=server.known_hosts_path, server_log=str(server_log), outputs=outputs, gpu=gpu)

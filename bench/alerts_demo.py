@@ -39,7 +39,7 @@ def firing(port: int) -> dict[str, object] | None:
 def one_run(timeout: float) -> float | None:
     port = free_port()
     with tempfile.TemporaryDirectory() as workdir:
-        argv = [sys.executable, "-m", "app", "demo", "--no-browser", "--port", str(port), "--workdir", workdir]
+        argv = [sys.executable, "-m", "kvwatch.app", "demo", "--no-browser", "--port", str(port), "--workdir", workdir]
         start = time.monotonic()
         process = subprocess.Popen(
             argv, cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

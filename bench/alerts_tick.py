@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from app.alerts.engine import AlertEngine
-from app.alerts.rules import DEFAULT_RULES
-from app.config import HostConfig
-from app.store.base import Batch, EventRow, Sample
-from app.store.sqlite import SqliteStore
+from kvwatch.app.alerts.engine import AlertEngine
+from kvwatch.app.alerts.rules import DEFAULT_RULES
+from kvwatch.app.config import HostConfig
+from kvwatch.app.store.base import Batch, EventRow, Sample
+from kvwatch.app.store.sqlite import SqliteStore
 
 T0 = 1_771_937_354.0
 HOST = HostConfig(name="gpu1", ssh="local", server_log="/l", client_log="/c", outputs=("/o/*",))

@@ -43,8 +43,8 @@ print(frame.height)
 PARSE_ONLY = """\
 import argparse, sys
 from pathlib import Path
-sys.path.insert(0, ".")  # this checkout's app/, as `python -m app` from the root gets
-from app.commands import parse
+sys.path.insert(0, ".")  # this checkout's app/, as `python -m kvwatch.app` from the root gets
+from kvwatch.app.commands import parse
 options = dict(source="auto", format="parquet", output=Path(sys.argv[2]), quiet=False, files=[Path(sys.argv[1])])
 sys.exit(parse.run(argparse.Namespace(**options)))
 """
@@ -110,7 +110,7 @@ def measure(command: list[str]) -> Run:
 
 
 def kvwatch(log: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "app", "parse", "--format", "parquet", "-o", str(out), str(log)]
+    return [sys.executable, "-m", "kvwatch.app", "parse", "--format", "parquet", "-o", str(out), str(log)]
 
 
 def main() -> int:

@@ -33,11 +33,11 @@ import paramiko
 
 from bench._sshd import throwaway_sshd
 from bench.bench_parse import generate
-from collectors.base import Transport
-from collectors.local import LocalTransport
-from collectors.ssh import SFTP_READ_MAX, GcmFirstTransport, SshOptions, SshTransport
-from collectors.ssh_catchup import Compression
-from collectors.tail import READ_CHUNK, Tail
+from kvwatch.collectors.base import Transport
+from kvwatch.collectors.local import LocalTransport
+from kvwatch.collectors.ssh import SFTP_READ_MAX, GcmFirstTransport, SshOptions, SshTransport
+from kvwatch.collectors.ssh_catchup import Compression
+from kvwatch.collectors.tail import READ_CHUNK, Tail
 from tests.fixtures.sshd import Sshd
 
 SCRATCH = Path(__file__).resolve().parent / "scratch"

@@ -31,8 +31,8 @@ from bench._collect import (
     tree_cpu,
 )
 from bench._sshd import pct, throwaway_sshd
-from collectors.host import HostFollower, HostOptions, SourceSpec
-from collectors.ssh import SshTransport
+from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
+from kvwatch.collectors.ssh import SshTransport
 from tests.fixtures.sshd import Sshd
 
 OUTPUT_LINE = ('{"text": "' + "y" * 2000 + '"}\n').encode()
@@ -82,7 +82,7 @@ def start_followers(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tupl
 
 
 def start_app(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tuple[list[Collector], Any]:
-    from app.bus import EventBus
+    from kvwatch.app.bus import EventBus
 
     store, bus = app_store(server.dir / "kvwatch.db", stamps), EventBus()  # shared, as in `kvwatch serve`
     collectors: list[Collector] = []

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 from playwright.sync_api import ViewportSize, sync_playwright
 
-from app.config import Config, HostConfig, ServerConfig
-from app.main import create_app
-from app.services import Services
-from app.store import Batch, Sample, Store, open_store
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.services import Services
+from kvwatch.app.store import Batch, Sample, Store, open_store
 from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, start_uvicorn
 
 HOST, DAY = "gpu1", 86_400

@@ -26,12 +26,12 @@ from starlette.responses import FileResponse
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.config import Config, HostConfig, ServerConfig
-from app.main import create_app
-from app.services import Services
-from app.store import open_store
-from app.vendor import PLOTLY_JS
 from bench.dashboard_page import DAY, HOST, METRICS, VIEWPORT, fill
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.services import Services
+from kvwatch.app.store import open_store
+from kvwatch.app.vendor import PLOTLY_JS
 from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, RunningServer, start_uvicorn
 
 MARKS = "['kvwatch-start', 'kvwatch-charts-drawn'].map(n => performance.getEntriesByName(n)[0].startTime)"

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 from fastapi.testclient import TestClient
 
-from app.api.points import as_pairs, downsample, read_points
-from app.config import Config, HostConfig, ServerConfig
-from app.main import create_app
-from app.services import Services
-from app.store import Batch, Sample, Store, open_store
+from kvwatch.app.api.points import as_pairs, downsample, read_points
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.services import Services
+from kvwatch.app.store import Batch, Sample, Store, open_store
 
 HOST, METRIC, DAY = "gpu1", "token_usage", 86_400
 START = 1_780_000_000.0

@@ -23,7 +23,7 @@ from typing import Any
 import atheris
 
 with atheris.instrument_imports():
-    from parsers import PARSERS, create_parser
+    from kvwatch.parsers import PARSERS, create_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(PARSERS)

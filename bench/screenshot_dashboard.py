@@ -15,10 +15,10 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from app.commands.demo import adopt_when_settled, demo_config, use_simulated_gpus
-from app.main import create_app
-from app.runner import build_services
-from simulator.demo import start_demo_world
+from kvwatch.app.commands.demo import adopt_when_settled, demo_config, use_simulated_gpus
+from kvwatch.app.main import create_app
+from kvwatch.app.runner import build_services
+from kvwatch.simulator.demo import start_demo_world
 from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, block_outside_requests, start_uvicorn
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "tests" / "browser" / "screenshots" / "dashboard.png"

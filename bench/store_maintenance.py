@@ -23,12 +23,12 @@ from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
-from app.api.points import read_points
-from app.pipeline.retention import Retention
-from app.store import Batch, Sample, open_store
-from app.store import sqlite as sqlite_module
-from app.store.sqlite import SqliteStore
 from bench.dashboard_series import DAY, HOST, METRIC, START, fill
+from kvwatch.app.api.points import read_points
+from kvwatch.app.pipeline.retention import Retention
+from kvwatch.app.store import Batch, Sample, open_store
+from kvwatch.app.store import sqlite as sqlite_module
+from kvwatch.app.store.sqlite import SqliteStore
 
 
 def timed_open(path: Path, check_up_to: int) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from collectors.base import AuthFailed, HostKeyRejected
+from kvwatch.collectors.base import AuthFailed, HostKeyRejected
 
 
 @dataclass

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 
-from collectors.base import CollectorError, Line
-from collectors.lines import LineSplitter
-from collectors.watch import Stream
+from kvwatch.collectors.base import CollectorError, Line
+from kvwatch.collectors.lines import LineSplitter
+from kvwatch.collectors.watch import Stream
 
 QUERY = "timestamp,index,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu"
 

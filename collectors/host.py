@@ -23,15 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from collectors.backoff import Backoff
-from collectors.base import AuthFailed, CollectorError, FileStat, Line, Transport
-from collectors.gpu import GpuSampler
-from collectors.health import HOST_KEY_REJECTED, HostHealth, tail_counters
-from collectors.lines import LineSplitter
-from collectors.metrics import scrape
-from collectors.tail import UNKNOWN, Tail, Unknown
-from collectors.tail_state import TailState
-from collectors.watch import Watch
+from kvwatch.collectors.backoff import Backoff
+from kvwatch.collectors.base import AuthFailed, CollectorError, FileStat, Line, Transport
+from kvwatch.collectors.gpu import GpuSampler
+from kvwatch.collectors.health import HOST_KEY_REJECTED, HostHealth, tail_counters
+from kvwatch.collectors.lines import LineSplitter
+from kvwatch.collectors.metrics import scrape
+from kvwatch.collectors.tail import UNKNOWN, Tail, Unknown
+from kvwatch.collectors.tail_state import TailState
+from kvwatch.collectors.watch import Watch
 
 log = logging.getLogger(__name__)
 KINDS = ("server_log", "client_log", "outputs")

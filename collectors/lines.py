@@ -10,7 +10,7 @@ Invalid UTF-8 is decoded with U+FFFD replacements (counted in `replaced_lines`);
 
 from __future__ import annotations
 
-from collectors.base import Line
+from kvwatch.collectors.base import Line
 
 MAX_LINE_BYTES = 1 << 20
 _REPLACEMENT = "\ufffd"

@@ -6,8 +6,8 @@ import glob as globmod
 import os
 import subprocess
 
-from collectors.base import CollectorError, CommandResult, FileStat, SourceMissing
-from collectors.stream import LocalStream
+from kvwatch.collectors.base import CollectorError, CommandResult, FileStat, SourceMissing
+from kvwatch.collectors.stream import LocalStream
 
 
 class LocalTransport:

@@ -7,7 +7,7 @@ import http.client
 import socket
 from typing import Any
 
-from collectors.base import CollectorError, StreamClosed
+from kvwatch.collectors.base import CollectorError, StreamClosed
 
 MAX_BODY = 32 << 20
 

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import paramiko
 
-from collectors.base import CollectorError, CommandResult, FileStat, StreamClosed
-from collectors.ssh_catchup import Catchup, Compression
-from collectors.ssh_errors import map_ssh_errors
-from collectors.ssh_exec import ExecStream, open_exec, quote_argv, run_channel
-from collectors.ssh_stat import StatShell
-from collectors.ssh_target import SshTarget
+from kvwatch.collectors.base import CollectorError, CommandResult, FileStat, StreamClosed
+from kvwatch.collectors.ssh_catchup import Catchup, Compression
+from kvwatch.collectors.ssh_errors import map_ssh_errors
+from kvwatch.collectors.ssh_exec import ExecStream, open_exec, quote_argv, run_channel
+from kvwatch.collectors.ssh_stat import StatShell
+from kvwatch.collectors.ssh_target import SshTarget
 
 SFTP_READ_MAX = 256 * 1024
 

@@ -19,11 +19,11 @@ import threading
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from collectors.base import CommandResult, FileStat
-from collectors.ssh_cursor import ByteStream, ReadCursor
-from collectors.ssh_errors import map_ssh_errors
-from collectors.ssh_exec import ExecStream
-from collectors.ssh_gzip import HAS_GZIP, CompressionFailed, GzipStream, gzip_argv, plain_argv
+from kvwatch.collectors.base import CommandResult, FileStat
+from kvwatch.collectors.ssh_cursor import ByteStream, ReadCursor
+from kvwatch.collectors.ssh_errors import map_ssh_errors
+from kvwatch.collectors.ssh_exec import ExecStream
+from kvwatch.collectors.ssh_gzip import HAS_GZIP, CompressionFailed, GzipStream, gzip_argv, plain_argv
 
 log = logging.getLogger(__name__)
 

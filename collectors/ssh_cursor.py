@@ -11,7 +11,7 @@ import time
 from collections import deque
 from typing import Protocol
 
-from collectors.base import StreamClosed
+from kvwatch.collectors.base import StreamClosed
 
 KEEP = 4096  # bytes kept behind the position: the tail re-reads its marker before each chunk
 

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import paramiko
 
-from collectors.base import (
+from kvwatch.collectors.base import (
     AuthFailed,
     CollectorError,
     ConnectFailed,

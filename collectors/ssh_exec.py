@@ -11,7 +11,7 @@ import time
 
 import paramiko
 
-from collectors.base import CommandResult, StreamClosed
+from kvwatch.collectors.base import CommandResult, StreamClosed
 
 RECV_CHUNK = 1 << 20
 # bulk streams (catch-up): bigger SSH packets cost less Python per byte, and a bigger window lets

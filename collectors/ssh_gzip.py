@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import zlib
 
-from collectors.base import StreamClosed
-from collectors.ssh_exec import ExecStream
+from kvwatch.collectors.base import StreamClosed
+from kvwatch.collectors.ssh_exec import ExecStream
 
 # $1 = "+N" (1-based start), $2 = the path: never spliced into the script text
 GZIP_SCRIPT = 'tail -c "$1" -- "$2" | gzip -1'

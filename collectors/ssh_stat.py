@@ -13,7 +13,7 @@ import time
 
 import paramiko
 
-from collectors.base import CollectorError, FileStat, SourceMissing, StreamClosed
+from kvwatch.collectors.base import CollectorError, FileStat, SourceMissing, StreamClosed
 
 _MAX_LINE = 64 * 1024
 

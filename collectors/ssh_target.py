@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import paramiko
 
-from collectors.base import CollectorError
+from kvwatch.collectors.base import CollectorError
 
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 MAX_JUMPS = 8

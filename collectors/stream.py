@@ -8,7 +8,7 @@ import select
 import signal
 import subprocess
 
-from collectors.base import CollectorError
+from kvwatch.collectors.base import CollectorError
 
 RECV_CHUNK = 1 << 20
 

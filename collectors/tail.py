@@ -31,10 +31,10 @@ import posixpath
 import time
 from dataclasses import dataclass
 
-from collectors.base import CollectorError, FileStat, Line, SourceMissing, Transport
-from collectors.lines import MAX_LINE_BYTES, LineSplitter
-from collectors.tail_copies import find_copy
-from collectors.tail_state import HEAD_BYTES, MARKER_BYTES, DrainState, TailState, digest
+from kvwatch.collectors.base import CollectorError, FileStat, Line, SourceMissing, Transport
+from kvwatch.collectors.lines import MAX_LINE_BYTES, LineSplitter
+from kvwatch.collectors.tail_copies import find_copy
+from kvwatch.collectors.tail_state import HEAD_BYTES, MARKER_BYTES, DrainState, TailState, digest
 
 READ_CHUNK = 8 << 20  # per poll and file: one busy file cannot starve the others
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from collectors.base import CollectorError
+from kvwatch.collectors.base import CollectorError
 
 _SCRIPT = (
     'if command -v stdbuf >/dev/null 2>&1; then tail -q -n 0 -F -- "$@" 2>&1 | stdbuf -o0 tr -dc "\\n"; '

@@ -33,14 +33,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.auto import AutoParser
-from parsers.base import LineParser, ParseHealth, Record
-from parsers.client import ClientParser
-from parsers.nvidia_smi import NvidiaSmiParser
-from parsers.outputs import OutputsParser
-from parsers.prometheus import PrometheusParser
-from parsers.sglang import SglangParser
-from parsers.vllm import VllmParser
+from kvwatch.parsers.auto import AutoParser
+from kvwatch.parsers.base import LineParser, ParseHealth, Record
+from kvwatch.parsers.client import ClientParser
+from kvwatch.parsers.nvidia_smi import NvidiaSmiParser
+from kvwatch.parsers.outputs import OutputsParser
+from kvwatch.parsers.prometheus import PrometheusParser
+from kvwatch.parsers.sglang import SglangParser
+from kvwatch.parsers.vllm import VllmParser
 
 PARSERS: dict[str, type[Any]] = {
     cls.name: cls

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import ClassVar
 
-from parsers.base import LineParser, ParseHealth, Record
+from kvwatch.parsers.base import LineParser, ParseHealth, Record
 
 SNIFF_LINES = 1000
 _VLLM_HEADER = re.compile(r"(?:\(\w[\w.-]* pid=\d+[^)]*\) )?(?:INFO|WARNING|ERROR|DEBUG) \d{2}-\d{2} \d{2}:")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from parsers.base import ParseHealth, Record
-from parsers.events import TracebackMixin, event_of, event_record, open_block
-from parsers.header import parse_header
-from parsers.values import field_value
+from kvwatch.parsers.base import ParseHealth, Record
+from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
+from kvwatch.parsers.header import parse_header
+from kvwatch.parsers.values import field_value
 
 _PROGRESS = re.compile(
     r"(?:(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\| *(?P<done>\d+)/(?P<total>\d+)"

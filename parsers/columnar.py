@@ -22,10 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from parsers.base import Record
-from parsers.header import parse_tags
-from parsers.sglang import SglangParser
-from parsers.shapes import Shape
+from kvwatch.parsers.base import Record
+from kvwatch.parsers.header import parse_tags
+from kvwatch.parsers.sglang import SglangParser
+from kvwatch.parsers.shapes import Shape
 
 _MARKERS = (("decode", "Decode batch"), ("prefill", "Prefill batch"))
 _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64()}

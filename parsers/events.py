@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from parsers.base import ParseHealth, Record
-from parsers.values import split_pairs
+from kvwatch.parsers.base import ParseHealth, Record
+from kvwatch.parsers.values import split_pairs
 
 # Order matters: the first phrase found names the event.
 EVENT_PHRASES: tuple[tuple[str, str], ...] = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from parsers.timestamps import iso
+from kvwatch.parsers.timestamps import iso
 
 _PROCESS = re.compile(r"\(\w[\w.-]* pid=\d+(?:, ip=[^)]*)?\) ?")
 _BRACKET = re.compile(r"\[(?:(\d{4}-\d{2}-\d{2}) )?(\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)((?: +[^\]\s]+)*) *\] ?")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from parsers.base import ParseHealth, Record
-from parsers.values import field_name, field_value
+from kvwatch.parsers.base import ParseHealth, Record
+from kvwatch.parsers.values import field_name, field_value
 
 COLLECTOR_COLUMNS = (
     "timestamp", "index", "utilization.gpu", "memory.used", "memory.total", "power.draw", "temperature.gpu",

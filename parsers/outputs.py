@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from parsers.base import ParseHealth, Record
+from kvwatch.parsers.base import ParseHealth, Record
 
 
 class OutputsParser:

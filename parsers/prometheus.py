@@ -19,8 +19,8 @@ import re
 from datetime import UTC, datetime
 from typing import ClassVar
 
-from parsers.base import ParseHealth, Record
-from parsers.values import field_name
+from kvwatch.parsers.base import ParseHealth, Record
+from kvwatch.parsers.values import field_name
 
 _SAMPLE = re.compile(
     r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[^\"}]|\"(?:[^\"\\]|\\.)*\")*)\})?"

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from parsers.base import ParseHealth, Record
-from parsers.events import TracebackMixin, event_of, event_record, open_block
-from parsers.header import Header, parse_header, search_header
-from parsers.server_args import parse_args_dump
-from parsers.shapes import BatchShapes
-from parsers.values import field_name, field_value, split_pairs
+from kvwatch.parsers.base import ParseHealth, Record
+from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
+from kvwatch.parsers.header import Header, parse_header, search_header
+from kvwatch.parsers.server_args import parse_args_dump
+from kvwatch.parsers.shapes import BatchShapes
+from kvwatch.parsers.values import field_name, field_value, split_pairs
 
 __all__ = ["SglangParser", "field_name", "field_value", "is_access_line", "parse_batch"]
 

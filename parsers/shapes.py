@@ -17,9 +17,9 @@ from collections.abc import Callable
 from operator import call
 from typing import Any
 
-from parsers.base import Record
-from parsers.header import parse_tags
-from parsers.values import field_name
+from kvwatch.parsers.base import Record
+from kvwatch.parsers.header import parse_tags
+from kvwatch.parsers.values import field_name
 
 # One pattern text for Python's re and for RE2 (parsers.columnar): named groups, ASCII classes only.
 HEADER_PATTERN = (

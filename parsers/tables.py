@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from parsers.base import Record
+from kvwatch.parsers.base import Record
 
 FIRST_COLUMNS = ("kind", "line", "ts", "tags")
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from parsers.base import ParseHealth, Record
-from parsers.events import TracebackMixin, event_of, event_record, open_block
-from parsers.header import Header, parse_header, strip_process
-from parsers.server_args import parse_args_dump
-from parsers.sglang import is_access_line
-from parsers.values import field_name, field_value
+from kvwatch.parsers.base import ParseHealth, Record
+from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
+from kvwatch.parsers.header import Header, parse_header, strip_process
+from kvwatch.parsers.server_args import parse_args_dump
+from kvwatch.parsers.sglang import is_access_line
+from kvwatch.parsers.values import field_name, field_value
 
 _STATS_NAMES = {
     "avg_prompt_throughput": "prompt_throughput",

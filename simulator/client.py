@@ -1,4 +1,4 @@
-"""`python -m simulator.client`: the generation client of the run, against a (simulated) SGLang server.
+"""`python -m kvwatch.simulator.client`: the generation client of the run, against a (simulated) SGLang server.
 
 It works through datasets one after another, keeps `--concurrency` requests in flight, appends each
 response to `<workdir>/prepared/<dataset>/raw_responses.jsonl`, resumes after the lines already there,
@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from simulator import lifeline
-from simulator.workload import DATASETS, Dataset, OutputSink, sample_lengths, tqdm_line
+from kvwatch.simulator import lifeline
+from kvwatch.simulator.workload import DATASETS, Dataset, OutputSink, sample_lengths, tqdm_line
 
 CHARS_PER_TOKEN = 4
 RETRY_PAUSE_S = 0.5
@@ -32,7 +32,7 @@ RETRY_PAUSE_S = 0.5
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     names = ",".join(ds.name for ds in DATASETS)
-    p = argparse.ArgumentParser(prog="simulator.client", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="kvwatch.simulator.client", description=__doc__.splitlines()[0])
     p.add_argument("--url", default="http://127.0.0.1:30000", help="server base URL (loopback)")
     p.add_argument("--workdir", type=Path, required=True, help="prepared/<dataset>/ goes under this")
     p.add_argument("--datasets", default=names, help=f"comma-separated, in order (default {names})")
@@ -50,7 +50,7 @@ def pick_datasets(names: str) -> list[Dataset]:
     known = {ds.name: ds for ds in DATASETS}
     unknown = [n for n in names.split(",") if n and n not in known]
     if unknown:
-        raise SystemExit(f"simulator.client: error: unknown dataset {unknown[0]!r} (known: {', '.join(known)})")
+        raise SystemExit(f"kvwatch.simulator.client: error: unknown dataset {unknown[0]!r} (known: {', '.join(known)})")
     return [known[n] for n in names.split(",") if n]
 
 

@@ -30,8 +30,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simulator import logfmt
-from simulator.logwriter import LogWriter
+from kvwatch.simulator import logfmt
+from kvwatch.simulator.logwriter import LogWriter
 
 CLIP_MAX_NEW_TOKENS = 4096  # SGLang clips the reservation per request to this many tokens
 RETRACT_DECODE_STEPS = 20  # after a retraction every request must have room for this many steps

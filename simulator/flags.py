@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from simulator import logfmt
+from kvwatch.simulator import logfmt
 
 PROG = "launch_server.py"
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "app" / "flags"

@@ -11,11 +11,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from simulator import logfmt
-from simulator.metrics import exposition
+from kvwatch.simulator import logfmt
+from kvwatch.simulator.metrics import exposition
 
 if TYPE_CHECKING:
-    from simulator.server import SimServer
+    from kvwatch.simulator.server import SimServer
 
 CHARS_PER_TOKEN = 4  # the simulator has no tokenizer: a prompt of N characters is N/4 tokens
 

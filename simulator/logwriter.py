@@ -8,8 +8,8 @@ import time
 from datetime import datetime
 from typing import TextIO
 
-from simulator import logfmt
-from simulator.clock import SimClock
+from kvwatch.simulator import logfmt
+from kvwatch.simulator.clock import SimClock
 
 
 class LogWriter:

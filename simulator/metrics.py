@@ -8,8 +8,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from simulator import logfmt
-from simulator.engine import Engine
+from kvwatch.simulator import logfmt
+from kvwatch.simulator.engine import Engine
 
 
 def _labels(version: str, model_name: str, dp_rank: int | None) -> dict[str, str]:

@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from simulator.capacity import GpuSpec
+from kvwatch.simulator.capacity import GpuSpec
 
 IDLE_UTIL = 0
 BUSY_FLOOR = 35  # a decode step keeps the SMs busy even with a few requests

@@ -1,4 +1,4 @@
-"""`python -m simulator.server --model-path ... [SGLang flags] [--sim-* flags]`: a simulated SGLang server.
+"""`python -m kvwatch.simulator.server --model-path ... [SGLang flags] [--sim-* flags]`: a simulated SGLang server.
 
 It logs what SGLang logs (startup, capacity, Decode/Prefill batches, retractions, uvicorn access
 lines), serves SGLang's HTTP endpoints on --host/--port, and ends like SGLang: on SIGTERM it drains
@@ -18,13 +18,13 @@ import threading
 from types import FrameType
 from typing import Any, TextIO
 
-from simulator import flags, lifeline, logfmt, startup
-from simulator.clock import SimClock
-from simulator.engine import Engine, EngineConfig, Request
-from simulator.httpapi import ApiServer
-from simulator.logwriter import LogWriter
-from simulator.spec import ServerSpec
-from simulator.workload import lognormal, response_text
+from kvwatch.simulator import flags, lifeline, logfmt, startup
+from kvwatch.simulator.clock import SimClock
+from kvwatch.simulator.engine import Engine, EngineConfig, Request
+from kvwatch.simulator.httpapi import ApiServer
+from kvwatch.simulator.logwriter import LogWriter
+from kvwatch.simulator.spec import ServerSpec
+from kvwatch.simulator.workload import lognormal, response_text
 
 DRAIN_LOG_EVERY_S = 5.0
 

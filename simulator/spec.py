@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator import capacity, logfmt
+from kvwatch.simulator import capacity, logfmt
 
 
 @dataclass(frozen=True, slots=True)

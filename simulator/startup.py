@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator import logfmt
-from simulator.logwriter import LogWriter
-from simulator.spec import ServerSpec
+from kvwatch.simulator import logfmt
+from kvwatch.simulator.logwriter import LogWriter
+from kvwatch.simulator.spec import ServerSpec
 
 WEIGHT_LOAD_S = 30.0  # simulated; a real 1T-parameter load takes minutes, the demo cannot wait that long
 GRAPH_CAPTURE_S = 8.0
@@ -33,7 +33,7 @@ def write_boot(log: LogWriter, spec: ServerSpec, extra_args: dict[str, Any] | No
         log.rank(t, kv_line)
     log.rank(t, f"Memory pool end. avail mem={avail - cap.kv_gib:.2f} GB")
     if spec.enable_hierarchical_cache:
-        from simulator.capacity import host_pool_tokens
+        from kvwatch.simulator.capacity import host_pool_tokens
 
         size = spec.hicache_size or 2.0 * cap.kv_gib
         log.all_ranks(t, logfmt.hicache_line(fmt, size, host_pool_tokens(prof, size, spec.kv_cache_dtype)))

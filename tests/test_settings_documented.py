@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from app.alerts import validate_alert_config
-from app.config import HOST_KEYS, SERVER_KEYS, TOP_KEYS, parse_config
-from app.controller.policy import parse_controller_config
+from kvwatch.app.alerts import validate_alert_config
+from kvwatch.app.config import HOST_KEYS, SERVER_KEYS, TOP_KEYS, parse_config
+from kvwatch.app.controller.policy import parse_controller_config
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

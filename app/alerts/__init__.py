@@ -4,9 +4,9 @@ the app starts (service: `start_alerting(services)` -> AlertService, `.stop()`).
 
 from __future__ import annotations
 
-from app.alerts.engine import AlertEngine, Change
-from app.alerts.rules import DEFAULT_RULES, RuleSpec, rules_for_host, validate_alert_config
-from app.alerts.service import AlertService, alerts_view, start_alerting
+from kvwatch.app.alerts.engine import AlertEngine, Change
+from kvwatch.app.alerts.rules import DEFAULT_RULES, RuleSpec, rules_for_host, validate_alert_config
+from kvwatch.app.alerts.service import AlertService, alerts_view, start_alerting
 
 __all__ = [
     "DEFAULT_RULES",

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from app.alerts.engine import Change
-from app.alerts.state import NOTIFIED_STATES
-from app.store.base import Store
+from kvwatch.app.alerts.engine import Change
+from kvwatch.app.alerts.state import NOTIFIED_STATES
+from kvwatch.app.store.base import Store
 
 log = logging.getLogger(__name__)
 DELIVERY_DOC = "alert_delivery"

@@ -24,14 +24,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.alerts.rules import RuleSpec
-from app.alerts.signals import SIGNALS, HostReader
-from app.alerts.state import AlertState, Observation, State, force, step
-from app.alerts.text import public
-from app.alerts.watches import WATCHES, Freshness, WatchContext
-from app.config import HostConfig
-from app.store.base import Store
-from collectors.health import HostHealth
+from kvwatch.app.alerts.rules import RuleSpec
+from kvwatch.app.alerts.signals import SIGNALS, HostReader
+from kvwatch.app.alerts.state import AlertState, Observation, State, force, step
+from kvwatch.app.alerts.text import public
+from kvwatch.app.alerts.watches import WATCHES, Freshness, WatchContext
+from kvwatch.app.config import HostConfig
+from kvwatch.app.store.base import Store
+from kvwatch.collectors.health import HostHealth
 
 log = logging.getLogger(__name__)
 FIRST_LOOKBACK_S = 600.0

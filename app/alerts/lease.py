@@ -17,8 +17,8 @@ import secrets
 import time
 from typing import Any
 
-from app.pipeline.heartbeat import owner_alive, this_owner
-from app.store.base import Store
+from kvwatch.app.pipeline.heartbeat import owner_alive, this_owner
+from kvwatch.app.store.base import Store
 
 log = logging.getLogger(__name__)
 LEASE_DOC, ALERTS_LEASE = "lease", "alerts"

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from app.config import Config, HostConfig
-from app.errors import ConfigError
+from kvwatch.app.config import Config, HostConfig
+from kvwatch.app.errors import ConfigError
 
 Clock = Literal["event", "wall"]
 SEVERITIES = ("page", "warn", "info")

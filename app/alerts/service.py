@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from app.alerts.delivery import WebhookDelivery
-from app.alerts.engine import (
+from kvwatch.app.alerts.delivery import WebhookDelivery
+from kvwatch.app.alerts.engine import (
     ALERT_DOC,
     MAX_MUTE_S,
     RESOLVED_RETENTION_S,
@@ -27,16 +27,16 @@ from app.alerts.engine import (
     sort_alerts,
     visible,
 )
-from app.alerts.lease import Lease
-from app.alerts.rules import rules_for_host
-from app.alerts.state import AlertState
-from app.alerts.text import public
-from app.config import Config
-from app.pipeline.heartbeat import stored_health
-from collectors.health import HostHealth
+from kvwatch.app.alerts.lease import Lease
+from kvwatch.app.alerts.rules import rules_for_host
+from kvwatch.app.alerts.state import AlertState
+from kvwatch.app.alerts.text import public
+from kvwatch.app.config import Config
+from kvwatch.app.pipeline.heartbeat import stored_health
+from kvwatch.collectors.health import HostHealth
 
 if TYPE_CHECKING:
-    from app.services import Services
+    from kvwatch.app.services import Services
 
 log = logging.getLogger(__name__)
 EVALUATE_EVERY_S = 1.0

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from app.alerts.rules import RuleSpec
-from app.alerts.state import Observation
-from app.store.base import Store
+from kvwatch.app.alerts.rules import RuleSpec
+from kvwatch.app.alerts.state import Observation
+from kvwatch.app.store.base import Store
 
 Floats = npt.NDArray[np.float64]
 EVENT_ROWS_LIMIT = 100_000

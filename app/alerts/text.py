@@ -10,8 +10,8 @@ import datetime as dt
 from typing import Any
 from urllib.parse import urlencode
 
-from app.alerts.rules import RuleSpec
-from app.alerts.state import AlertState
+from kvwatch.app.alerts.rules import RuleSpec
+from kvwatch.app.alerts.state import AlertState
 
 CHART_BEFORE_S = 300  # the chart window opens this long before the condition started
 CHART_AFTER_S = 300  # and closes this long after a resolution

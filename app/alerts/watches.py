@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.alerts.rules import RuleSpec
-from app.alerts.state import Observation
-from app.config import HostConfig
-from app.store.base import Store
-from collectors.health import HOST_KEY_REJECTED, HostHealth
+from kvwatch.app.alerts.rules import RuleSpec
+from kvwatch.app.alerts.state import Observation
+from kvwatch.app.config import HostConfig
+from kvwatch.app.store.base import Store
+from kvwatch.collectors.health import HOST_KEY_REJECTED, HostHealth
 
 EVENT_ROWS_LIMIT = 100_000
 # Which committed rows prove a source is alive: metrics, and event rows by their `source`.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api import alerts, compare, events, export, hosts, metrics, restart, runs, series, stream
+from kvwatch.app.api import alerts, compare, events, export, hosts, metrics, restart, runs, series, stream
 
 ROUTERS: tuple[APIRouter, ...] = (
     hosts.router,

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from app.alerts import alerts_view
-from app.alerts.engine import RESOLVED_RETENTION_S
-from app.api.deps import ServicesDep, require_host
+from kvwatch.app.alerts import alerts_view
+from kvwatch.app.alerts.engine import RESOLVED_RETENTION_S
+from kvwatch.app.api.deps import ServicesDep, require_host
 
 router = APIRouter(tags=["alerts"])
 

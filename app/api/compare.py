@@ -17,10 +17,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import PlainTextResponse
 
-from app.api.deps import ServicesDep
-from app.compare import DEFAULT_MIN_STEADY_S, compare_runs, overlay, parse_window, render
-from app.errors import KvwatchError
-from app.runs import find_runs
+from kvwatch.app.api.deps import ServicesDep
+from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compare_runs, overlay, parse_window, render
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.runs import find_runs
 
 router = APIRouter(tags=["compare"])
 MEDIA = {"markdown": "text/markdown; charset=utf-8", "csv": "text/csv; charset=utf-8"}

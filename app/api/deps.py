@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from app.services import Services
+from kvwatch.app.services import Services
 
 
 def get_services(request: Request) -> Services:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from app.store.base import Store
+from kvwatch.app.store.base import Store
 
 RATE_WINDOW_S = 60.0  # trailing window for completion_rate: output files grow in bursts
 ETA_WINDOW_S = 600.0  # the recent pace the ETA assumes

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from app.api.deps import ServicesDep, require_host
+from kvwatch.app.api.deps import ServicesDep, require_host
 
 router = APIRouter(tags=["events"])
 

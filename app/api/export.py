@@ -6,9 +6,9 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Response
 
-from app.api.deps import ServicesDep, require_host
-from app.api.points import run_window
-from app.export import NOTHING_STORED, encode, rollup_rows, safe_name, series_frame
+from kvwatch.app.api.deps import ServicesDep, require_host
+from kvwatch.app.api.points import run_window
+from kvwatch.app.export import NOTHING_STORED, encode, rollup_rows, safe_name, series_frame
 
 router = APIRouter(tags=["export"])
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}

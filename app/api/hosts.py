@@ -7,9 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app.api.deps import ServicesDep
-from app.api.derived import eta
-from app.pipeline.heartbeat import stored_health
+from kvwatch.app.api.deps import ServicesDep
+from kvwatch.app.api.derived import eta
+from kvwatch.app.pipeline.heartbeat import stored_health
 
 router = APIRouter(tags=["hosts"])
 

@@ -16,10 +16,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
-from app.api.deps import ServicesDep
-from app.api.derived import eta
-from app.pipeline.heartbeat import stored_health
-from app.services import Services
+from kvwatch.app.api.deps import ServicesDep
+from kvwatch.app.api.derived import eta
+from kvwatch.app.pipeline.heartbeat import stored_health
+from kvwatch.app.services import Services
 
 router = APIRouter(tags=["metrics"])
 

@@ -12,9 +12,9 @@ import numpy.typing as npt
 from fastapi import HTTPException
 from tsdownsample import MinMaxLTTBDownsampler
 
-from app.store.base import Store
-from app.store.coverage import raw_edge
-from app.store.rollup import ROLLUP_WIDTHS, choose_width
+from kvwatch.app.store.base import Store
+from kvwatch.app.store.coverage import raw_edge
+from kvwatch.app.store.rollup import ROLLUP_WIDTHS, choose_width
 
 Arrays = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
 

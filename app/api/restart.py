@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict
 
-from app.controller.errors import InvalidFlags, RateLimited, RestartRefused
-from app.controller.restart import HostController
-from collectors.base import CollectorError
+from kvwatch.app.controller.errors import InvalidFlags, RateLimited, RestartRefused
+from kvwatch.app.controller.restart import HostController
+from kvwatch.collectors.base import CollectorError
 
 router = APIRouter(tags=["controller"])
 DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app.api.deps import ServicesDep, require_host
-from app.runs import list_runs
+from kvwatch.app.api.deps import ServicesDep, require_host
+from kvwatch.app.runs import list_runs
 
 router = APIRouter(tags=["runs"])
 

@@ -11,10 +11,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from app.api.deps import ServicesDep, require_host
-from app.api.derived import RATE_WINDOW_S, eta, trailing_rate
-from app.api.points import as_pairs, downsample, read_points, run_window
-from app.services import Services
+from kvwatch.app.api.deps import ServicesDep, require_host
+from kvwatch.app.api.derived import RATE_WINDOW_S, eta, trailing_rate
+from kvwatch.app.api.points import as_pairs, downsample, read_points, run_window
+from kvwatch.app.services import Services
 
 router = APIRouter(tags=["series"])
 DEFAULT_MAX_POINTS = 2000

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
-from app.api.deps import ServicesDep
+from kvwatch.app.api.deps import ServicesDep
 
 router = APIRouter(tags=["stream"])
 

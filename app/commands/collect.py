@@ -14,10 +14,10 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from app.commands.serve import resolve_config
-from app.config import Config
-from app.errors import ConfigError
-from app.runner import collect
+from kvwatch.app.commands.serve import resolve_config
+from kvwatch.app.config import Config
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.runner import collect
 
 NAME = "collect"
 HELP = "collect from the hosts in kvwatch.toml into its database, without the web app"

@@ -6,10 +6,10 @@ import argparse
 import datetime as dt
 import os
 
-from app.config import Config
-from app.errors import ConfigError
-from app.runner import database_path
-from app.store import Store, open_store
+from kvwatch.app.config import Config
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.runner import database_path
+from kvwatch.app.store import Store, open_store
 
 
 def timestamp(text: str) -> float:

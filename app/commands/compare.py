@@ -12,12 +12,12 @@ import json
 import sys
 from pathlib import Path
 
-from app.compare import DEFAULT_MIN_STEADY_S, compare_runs, parse_window, render
-from app.config import load_config
-from app.errors import KvwatchError
-from app.runner import database_path
-from app.runs import RUN_DOC, Run, find_runs, list_runs
-from app.store import Store, open_store
+from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compare_runs, parse_window, render
+from kvwatch.app.config import load_config
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.runner import database_path
+from kvwatch.app.runs import RUN_DOC, Run, find_runs, list_runs
+from kvwatch.app.store import Store, open_store
 
 NAME = "compare"
 HELP = "compare runs on their steady state (from the store, or straight from server log files)"
@@ -53,7 +53,7 @@ def _open(args: argparse.Namespace) -> tuple[Store, list[str]]:
     if args.logs:
         if args.config or args.database:
             raise KvwatchError("compare: give log files or --config/--database, not both")
-        from app.compare.offline import load_logs
+        from kvwatch.app.compare.offline import load_logs
 
         return load_logs(list(args.logs))
     if args.database:

@@ -12,13 +12,13 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from app.config import Config, HostConfig, ServerConfig
-from app.controller.errors import RestartRefused
-from app.errors import KvwatchError
-from app.runner import serve
-from app.services import Services
-from collectors.base import CollectorError
-from simulator.demo import DemoWorld, config_tables, start_demo_world
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.controller.errors import RestartRefused
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.runner import serve
+from kvwatch.app.services import Services
+from kvwatch.collectors.base import CollectorError
+from kvwatch.simulator.demo import DemoWorld, config_tables, start_demo_world
 
 NAME = "demo"
 HELP = "run a simulated SGLang server and client locally and show them on the dashboard"

@@ -8,12 +8,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.commands.common import open_existing_store, pick_host, timestamp
-from app.commands.serve import resolve_config
-from app.errors import ConfigError
-from app.export import FORMATS, NOTHING_STORED, ExportFormat, encode, rollup_rows, series_frame
-from app.progress import Progress
-from app.report.runs import find_run
+from kvwatch.app.commands.common import open_existing_store, pick_host, timestamp
+from kvwatch.app.commands.serve import resolve_config
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.export import FORMATS, NOTHING_STORED, ExportFormat, encode, rollup_rows, series_frame
+from kvwatch.app.progress import Progress
+from kvwatch.app.report.runs import find_run
 
 NAME = "export"
 HELP = "write a host's stored series (a run, a window or all) as CSV or Parquet"

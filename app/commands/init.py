@@ -18,8 +18,8 @@ from pathlib import Path
 
 import paramiko
 
-from app.config import parse_config
-from app.errors import ConfigError
+from kvwatch.app.config import parse_config
+from kvwatch.app.errors import ConfigError
 
 NAME = "init"
 HELP = "write a commented example kvwatch.toml with your ~/.ssh/config hosts"

@@ -27,14 +27,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from app.errors import KvwatchError
-from app.lean_pyarrow import pyarrow_without_pandas
-from app.progress import Progress
-from parsers import SOURCES, LineParser, Record, create_parser
-from parsers.auto import AutoParser
-from parsers.columnar import ColumnarSglang
-from parsers.sglang import SglangParser
-from parsers.tables import conform, csv_ready, records_table, unified_schema
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.lean_pyarrow import pyarrow_without_pandas
+from kvwatch.app.progress import Progress
+from kvwatch.parsers import SOURCES, LineParser, Record, create_parser
+from kvwatch.parsers.auto import AutoParser
+from kvwatch.parsers.columnar import ColumnarSglang
+from kvwatch.parsers.sglang import SglangParser
+from kvwatch.parsers.tables import conform, csv_ready, records_table, unified_schema
 
 NAME = "parse"
 HELP = "Parse server, client, GPU or /metrics logs offline into records (JSONL, CSV or Parquet)."

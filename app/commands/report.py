@@ -7,14 +7,14 @@ import argparse
 import logging
 from pathlib import Path
 
-from app.commands.common import open_existing_store, pick_host, timestamp
-from app.commands.serve import resolve_config
-from app.errors import ConfigError
-from app.export import NOTHING_STORED
-from app.report import ReportData, Window, gather, render_html
-from app.report.runs import find_run, host_comparison, run_facts
-from app.runs import list_runs
-from app.store import Store
+from kvwatch.app.commands.common import open_existing_store, pick_host, timestamp
+from kvwatch.app.commands.serve import resolve_config
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.export import NOTHING_STORED
+from kvwatch.app.report import ReportData, Window, gather, render_html
+from kvwatch.app.report.runs import find_run, host_comparison, run_facts
+from kvwatch.app.runs import list_runs
+from kvwatch.app.store import Store
 
 NAME = "report"
 HELP = "write a one-page HTML report of a host's run (charts, summary, events) that opens offline"

@@ -6,9 +6,9 @@ import argparse
 import os
 from pathlib import Path
 
-from app.config import Config, load_config
-from app.errors import ConfigError
-from app.runner import serve
+from kvwatch.app.config import Config, load_config
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.runner import serve
 
 NAME = "serve"
 HELP = "collect from the hosts in kvwatch.toml and serve the dashboard"

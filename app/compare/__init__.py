@@ -6,8 +6,8 @@ store), table (the comparison dict), render (Markdown, CSV), report (entry point
 
 from __future__ import annotations
 
-from app.compare.report import NothingStored, compare_runs, overlay, parse_window, render
-from app.compare.runstats import DEFAULT_MIN_STEADY_S, RunStats, compute_run_stats
+from kvwatch.app.compare.report import NothingStored, compare_runs, overlay, parse_window, render
+from kvwatch.app.compare.runstats import DEFAULT_MIN_STEADY_S, RunStats, compute_run_stats
 
 __all__ = [
     "DEFAULT_MIN_STEADY_S",

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.errors import KvwatchError
-from app.pipeline.rows import RankAggregator, record_rows
-from app.store.base import Batch
-from app.store.sqlite import SqliteStore
-from parsers import PARSERS, create_parser
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.pipeline.rows import RankAggregator, record_rows
+from kvwatch.app.store.base import Batch
+from kvwatch.app.store.sqlite import SqliteStore
+from kvwatch.parsers import PARSERS, create_parser
 
 BATCH_LINES = 5000
 

@@ -7,13 +7,13 @@ from typing import Any, Literal
 import numpy as np
 from tsdownsample import MinMaxLTTBDownsampler
 
-from app.compare.render import to_csv, to_markdown
-from app.compare.runstats import DEFAULT_MIN_STEADY_S, NOTHING_LEFT, RunStats, compute_run_stats
-from app.compare.table import comparison
-from app.errors import KvwatchError
-from app.runs.model import Run
-from app.store.base import Store
-from app.store.coverage import read_window
+from kvwatch.app.compare.render import to_csv, to_markdown
+from kvwatch.app.compare.runstats import DEFAULT_MIN_STEADY_S, NOTHING_LEFT, RunStats, compute_run_stats
+from kvwatch.app.compare.table import comparison
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.runs.model import Run
+from kvwatch.app.store.base import Store
+from kvwatch.app.store.coverage import read_window
 
 Align = Literal["start", "steady"]
 Window = tuple[float, float | None]  # seconds after the run's start; None: to the end

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from app.compare.grid import FloatArray, grid_step, on_grid
-from app.compare.stats import Summary, summarize_level, summarize_rate
-from app.compare.steady import STEADY_METRICS, SteadyWindow, find_window, manual_window
-from app.runs.model import Run
-from app.store.base import Store
-from app.store.coverage import SeriesWindow, read_window
+from kvwatch.app.compare.grid import FloatArray, grid_step, on_grid
+from kvwatch.app.compare.stats import Summary, summarize_level, summarize_rate
+from kvwatch.app.compare.steady import STEADY_METRICS, SteadyWindow, find_window, manual_window
+from kvwatch.app.runs.model import Run
+from kvwatch.app.store.base import Store
+from kvwatch.app.store.coverage import SeriesWindow, read_window
 
 DEFAULT_MIN_STEADY_S = 300.0
 MIN_WINDOW_POINTS = 20

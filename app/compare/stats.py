@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.compare.grid import FloatArray
+from kvwatch.app.compare.grid import FloatArray
 
 N_BOOT = 400
 CONFIDENCE = 0.95

@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from app.compare.grid import FloatArray
+from kvwatch.app.compare.grid import FloatArray
 
 Status = Literal["steady", "settling", "too_short", "no_data"]
 STEADY_METRICS = ("gen_throughput", "token_usage", "running_req", "queue_req")

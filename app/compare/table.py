@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.compare.runstats import RunStats
-from app.compare.stats import Summary, within_noise
-from app.runs.model import Run
-from app.store.coverage import FINEST
+from kvwatch.app.compare.runstats import RunStats
+from kvwatch.app.compare.stats import Summary, within_noise
+from kvwatch.app.runs.model import Run
+from kvwatch.app.store.coverage import FINEST
 
 RowKind = Literal["capacity", "level", "rate"]
 RESOLUTION_RULE = (

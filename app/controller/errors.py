@@ -10,8 +10,8 @@
 
 from __future__ import annotations
 
-from app.controller.sinks import Outcome
-from app.flags.schema import ValidationError
+from kvwatch.app.controller.sinks import Outcome
+from kvwatch.app.flags.schema import ValidationError
 
 
 class RestartRefused(Exception):

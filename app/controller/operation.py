@@ -12,8 +12,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.controller.sinks import Outcome
-from app.flags.schema import FlagValue
+from kvwatch.app.controller.sinks import Outcome
+from kvwatch.app.flags.schema import FlagValue
 
 READY_LINE = "The server is fired up and ready to roll!"
 # Lines after which a starting server will not become ready: fail fast instead of waiting for the timeout.

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from app.controller.errors import InvalidFlags, RateLimited, Vetoed
-from app.controller.policy import ControllerConfig
-from app.flags.argv import Launch, merge
-from app.flags.schema import FlagValue, Schema, ValidationError, normalize
+from kvwatch.app.controller.errors import InvalidFlags, RateLimited, Vetoed
+from kvwatch.app.controller.policy import ControllerConfig
+from kvwatch.app.flags.argv import Launch, merge
+from kvwatch.app.flags.schema import FlagValue, Schema, ValidationError, normalize
 
 
 def plan_flags(config: ControllerConfig, schema: Schema, launch: Launch, flags: dict[str, object] | None,

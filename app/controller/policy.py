@@ -44,8 +44,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.errors import ConfigError
-from app.flags.schema import FlagError, FlagValue, Schema
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.flags.schema import FlagError, FlagValue, Schema
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
 

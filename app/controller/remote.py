@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from collectors.base import CollectorError, CommandResult, StreamClosed, Transport
+from kvwatch.collectors.base import CollectorError, CommandResult, StreamClosed, Transport
 
 HELPER_SOURCE = (Path(__file__).resolve().parent / "remote_helper.py").read_bytes()
 

@@ -29,16 +29,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.controller.errors import Busy, HostUnavailable, InvalidFlags, RestartRefused
-from app.controller.operation import Operation, Target, new_run_id
-from app.controller.plan import StartWindow, plan_flags, shown
-from app.controller.policy import ControllerConfig
-from app.controller.remote import HelperFailed, RemoteHost
-from app.controller.sinks import AuditSink, Ledger, Outcome, RestartRecord, RunSink
-from app.flags.argv import Launch, parse_launch
-from app.flags.remote import DEFAULT_CACHE, SchemaCache, remote_schema
-from app.flags.schema import FlagError, FlagValue, Schema, ValidationError, load_bundled
-from collectors.base import CollectorError, Transport
+from kvwatch.app.controller.errors import Busy, HostUnavailable, InvalidFlags, RestartRefused
+from kvwatch.app.controller.operation import Operation, Target, new_run_id
+from kvwatch.app.controller.plan import StartWindow, plan_flags, shown
+from kvwatch.app.controller.policy import ControllerConfig
+from kvwatch.app.controller.remote import HelperFailed, RemoteHost
+from kvwatch.app.controller.sinks import AuditSink, Ledger, Outcome, RestartRecord, RunSink
+from kvwatch.app.flags.argv import Launch, parse_launch
+from kvwatch.app.flags.remote import DEFAULT_CACHE, SchemaCache, remote_schema
+from kvwatch.app.flags.schema import FlagError, FlagValue, Schema, ValidationError, load_bundled
+from kvwatch.collectors.base import CollectorError, Transport
 
 log = logging.getLogger(__name__)
 HEALTH_PATH = "/health"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from app.flags.schema import FlagValue
+from kvwatch.app.flags.schema import FlagValue
 
 log = logging.getLogger(__name__)
 

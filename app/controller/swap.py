@@ -15,11 +15,11 @@ import logging
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 
-from app.config import Config, HostConfig
-from app.controller.restart import HostController
-from app.controller.wiring import build_controller, controller_configs
-from app.errors import KvwatchError
-from app.store.base import Store
+from kvwatch.app.config import Config, HostConfig
+from kvwatch.app.controller.restart import HostController
+from kvwatch.app.controller.wiring import build_controller, controller_configs
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.store.base import Store
 
 log = logging.getLogger(__name__)
 

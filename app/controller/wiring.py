@@ -10,14 +10,14 @@ import dataclasses
 import functools
 from typing import Any
 
-from app.config import Config, HostConfig
-from app.controller.policy import ControllerConfig, parse_controller_config
-from app.controller.restart import HostController
-from app.controller.sinks import RestartRecord
-from app.flags.schema import FlagValue
-from app.pipeline.transports import open_transport
-from app.runs.registry import record_controller_run
-from app.store.base import Store
+from kvwatch.app.config import Config, HostConfig
+from kvwatch.app.controller.policy import ControllerConfig, parse_controller_config
+from kvwatch.app.controller.restart import HostController
+from kvwatch.app.controller.sinks import RestartRecord
+from kvwatch.app.flags.schema import FlagValue
+from kvwatch.app.pipeline.transports import open_transport
+from kvwatch.app.runs.registry import record_controller_run
+from kvwatch.app.store.base import Store
 
 RESTART_DOC = "restart"
 

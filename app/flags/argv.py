@@ -15,7 +15,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from app.flags.schema import FlagError, FlagValue, Schema, ValidationError, normalize
+from kvwatch.app.flags.schema import FlagError, FlagValue, Schema, ValidationError, normalize
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
 

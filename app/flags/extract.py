@@ -1,6 +1,6 @@
 """Extract SGLang's flag schema from its own argument parser.
 
-    python -m app.flags.extract --python /path/to/venv/bin/python      # writes app/flags/sglang-<v>.json
+    python -m kvwatch.app.flags.extract --python /path/to/venv/bin/python      # writes app/flags/sglang-<v>.json
 
 A venv that can import sglang.srt.server_args without a GPU (Python 3.11, ~90 s, 2.3 GB):
 
@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from collectors.base import CollectorError, CommandResult
-from collectors.local import LocalTransport
+from kvwatch.collectors.base import CollectorError, CommandResult
+from kvwatch.collectors.local import LocalTransport
 
 
 class Runner(Protocol):
@@ -132,7 +132,7 @@ def dump(document: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app.flags.extract", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m kvwatch.app.flags.extract", description=__doc__.splitlines()[0])
     parser.add_argument("--python", default=sys.executable, help="interpreter that has sglang installed")
     parser.add_argument("-o", "--output", type=Path, help="default: app/flags/sglang-<version>.json")
     args = parser.parse_args(argv)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 
-from app.flags.extract import Runner, extract_schema, sglang_version
-from app.flags.schema import Schema
+from kvwatch.app.flags.extract import Runner, extract_schema, sglang_version
+from kvwatch.app.flags.schema import Schema
 
 
 class SchemaCache:

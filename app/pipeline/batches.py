@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from app.pipeline.rows import RankAggregator, record_rows
-from app.store.base import Batch, Sample
-from collectors.base import Line
-from collectors.tail_state import TailState
-from parsers import LineParser, Record, create_parser
+from kvwatch.app.pipeline.rows import RankAggregator, record_rows
+from kvwatch.app.store.base import Batch, Sample
+from kvwatch.collectors.base import Line
+from kvwatch.collectors.tail_state import TailState
+from kvwatch.parsers import LineParser, Record, create_parser
 
 PARSER_OF_SOURCE = {"server_log": "auto", "client_log": "client", "gpu": "nvidia-smi", "metrics": "prometheus"}
 METRICS_PREFIX = "metrics_"  # /metrics scrapes get their own series names: the log's stay the log's

@@ -11,15 +11,15 @@ import dataclasses
 import posixpath
 from collections.abc import Callable
 
-from app.bus import EventBus
-from app.config import HostConfig
-from app.controller.restart import run_log_path
-from app.pipeline.sink import StoreSink
-from app.store.base import Store
-from collectors.backoff import Backoff
-from collectors.base import Transport
-from collectors.health import HostHealth
-from collectors.host import HostFollower, HostOptions, SourceSpec
+from kvwatch.app.bus import EventBus
+from kvwatch.app.config import HostConfig
+from kvwatch.app.controller.restart import run_log_path
+from kvwatch.app.pipeline.sink import StoreSink
+from kvwatch.app.store.base import Store
+from kvwatch.collectors.backoff import Backoff
+from kvwatch.collectors.base import Transport
+from kvwatch.collectors.health import HostHealth
+from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
 
 METRICS_EVERY_S = 5.0
 # GPU samples are stored in one transaction per this many seconds, not per second: a commit's cost

@@ -16,9 +16,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from app.errors import ConfigError
-from app.pipeline.collector import HostCollector
-from app.store.base import Store
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.pipeline.collector import HostCollector
+from kvwatch.app.store.base import Store
 
 log = logging.getLogger(__name__)
 HEALTH_KIND = "host_health"

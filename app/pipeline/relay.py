@@ -15,8 +15,8 @@ import threading
 import time
 from typing import Any
 
-from app.pipeline.heartbeat import stored_health
-from app.services import Services
+from kvwatch.app.pipeline.heartbeat import stored_health
+from kvwatch.app.services import Services
 
 log = logging.getLogger(__name__)
 RUN_EVENT_KINDS = ("capacity", "server_args", "event")

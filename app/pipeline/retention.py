@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from app.store.base import Store
+from kvwatch.app.store.base import Store
 
 log = logging.getLogger(__name__)
 DAY_S = 86_400.0

@@ -11,8 +11,8 @@ import datetime as dt
 import time
 from typing import Any
 
-from app.store.base import EventRow, Sample
-from parsers.timestamps import to_epoch
+from kvwatch.app.store.base import EventRow, Sample
+from kvwatch.parsers.timestamps import to_epoch
 
 SAMPLE_KINDS = frozenset({"decode", "prefill", "stats", "gpu", "progress"})
 # Per-kind fields that are identifiers or labels, not series.

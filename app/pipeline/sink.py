@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 
-from app.bus import EventBus
-from app.pipeline.batches import METRICS_PREFIX, BatchBuilder, parser_for
-from app.store.base import Batch, Store
-from collectors.base import Line
-from collectors.host import Delivered
-from collectors.tail_state import TailState
-from parsers import LineParser, Record, create_parser
+from kvwatch.app.bus import EventBus
+from kvwatch.app.pipeline.batches import METRICS_PREFIX, BatchBuilder, parser_for
+from kvwatch.app.store.base import Batch, Store
+from kvwatch.collectors.base import Line
+from kvwatch.collectors.host import Delivered
+from kvwatch.collectors.tail_state import TailState
+from kvwatch.parsers import LineParser, Record, create_parser
 
 log = logging.getLogger(__name__)
 PUBLISHED_EVENTS = {"capacity": "run", "server_args": "run", "event": "event"}

@@ -3,7 +3,7 @@ attach to a message. `gather` reads what the report shows from the store; `rende
 
 from __future__ import annotations
 
-from app.report.data import ReportData, Window, gather
-from app.report.html import render_html
+from kvwatch.app.report.data import ReportData, Window, gather
+from kvwatch.app.report.html import render_html
 
 __all__ = ["ReportData", "Window", "gather", "render_html"]

@@ -11,8 +11,8 @@ import numpy as np
 import numpy.typing as npt
 from tsdownsample import MinMaxLTTBDownsampler
 
-from app.store.base import Store
-from app.store.coverage import SeriesWindow, read_window
+from kvwatch.app.store.base import Store
+from kvwatch.app.store.coverage import SeriesWindow, read_window
 
 FloatArray = npt.NDArray[np.float64]
 MAX_POINTS = 2000  # per series: enough for a full-width chart, small enough to mail

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from app.compare.render import MARKDOWN_METRICS, cell
-from app.report.data import ReportData
+from kvwatch.app.compare.render import MARKDOWN_METRICS, cell
+from kvwatch.app.report.data import ReportData
 
 ALERT_USAGE = 0.95
 # (title, [(metric, legend)]): a panel is drawn when any of its metrics has data.

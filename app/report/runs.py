@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.compare import NothingStored, compare_runs
-from app.errors import ConfigError
-from app.runs import Run, list_runs
-from app.store.base import Store
+from kvwatch.app.compare import NothingStored, compare_runs
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.runs import Run, list_runs
+from kvwatch.app.store.base import Store
 
 log = logging.getLogger(__name__)
 

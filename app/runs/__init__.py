@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.runs.detect import detect_runs
-from app.runs.model import Run, flag_name, normalize_flags
-from app.runs.registry import RUN_DOC, find_runs, list_runs, record_controller_run
+from kvwatch.app.runs.detect import detect_runs
+from kvwatch.app.runs.model import Run, flag_name, normalize_flags
+from kvwatch.app.runs.registry import RUN_DOC, find_runs, list_runs, record_controller_run
 
 __all__ = [
     "RUN_DOC",

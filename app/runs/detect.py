@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
-from app.runs.model import Run, normalize_flags, run_id
+from kvwatch.app.runs.model import Run, normalize_flags, run_id
 
 BOUNDARY_KINDS = ("server_args", "capacity", "kv_cache", "event")
 FAILURE_EVENTS = frozenset({"crash", "oom", "exception"})

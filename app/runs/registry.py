@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.runs.detect import detect_runs
-from app.runs.model import Run, normalize_flags, run_id
-from app.store.base import Store
+from kvwatch.app.runs.detect import detect_runs
+from kvwatch.app.runs.model import Run, normalize_flags, run_id
+from kvwatch.app.store.base import Store
 
 RUN_DOC = "run"
 # A 1T-parameter model takes minutes to load: the server_args dump of a controller restart can come

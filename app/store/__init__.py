@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from app.store.base import Batch, EventRow, Sample, Store
-from app.store.sqlite import SqliteStore
+from kvwatch.app.store.base import Batch, EventRow, Sample, Store
+from kvwatch.app.store.sqlite import SqliteStore
 
 
 def open_store(database: str) -> Store:
     """`database` is a SQLite path, or a postgresql:// URL."""
     if database.startswith(("postgresql://", "postgres://")):
-        from app.store.postgres import PostgresStore  # imported lazily: psycopg is an optional extra
+        from kvwatch.app.store.postgres import PostgresStore  # imported lazily: psycopg is an optional extra
 
         store: Store = PostgresStore(database)
         return store

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from app.store.base import Store
-from app.store.rollup import ROLLUP_WIDTHS
+from kvwatch.app.store.base import Store
+from kvwatch.app.store.rollup import ROLLUP_WIDTHS
 
 FloatArray = npt.NDArray[np.float64]
 FINEST = ROLLUP_WIDTHS[0]

@@ -6,9 +6,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from app.errors import KvwatchError
-from app.store.base import Sample
-from app.store.sql import Rows, SqlStore
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.store.base import Sample
+from kvwatch.app.store.sql import Rows, SqlStore
 
 try:
     import psycopg

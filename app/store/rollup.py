@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-from app.store.base import Sample
+from kvwatch.app.store.base import Sample
 
 ROLLUP_WIDTHS: tuple[int, ...] = (10, 60, 600)  # seconds; a month at 600 s is 4,320 buckets
 

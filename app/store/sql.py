@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from app.store.base import Batch, Sample
-from app.store.rollup import ROLLUP_WIDTHS, UPSERT_ROLLUP, bucket_rows, rollup_points
-from app.store.schema import CREATE_VERSION_TABLE, Dialect, Migration, migrations
+from kvwatch.app.store.base import Batch, Sample
+from kvwatch.app.store.rollup import ROLLUP_WIDTHS, UPSERT_ROLLUP, bucket_rows, rollup_points
+from kvwatch.app.store.schema import CREATE_VERSION_TABLE, Dialect, Migration, migrations
 
 Rows = list[tuple[Any, ...]]
 FINEST = ROLLUP_WIDTHS[0]

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from app.errors import KvwatchError
-from app.store.sql import Rows, SqlStore
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.store.sql import Rows, SqlStore
 
 CHECK_ALWAYS_BYTES = 256 * 2**20
 

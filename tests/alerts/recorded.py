@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.alerts.engine import AlertEngine, Change
-from app.alerts.rules import RuleSpec, rules_for_host
-from app.config import Config, HostConfig, ServerConfig, parse_config
-from app.store import open_store
-from app.store.base import Batch, EventRow, Sample
-from collectors.health import HostHealth
+from kvwatch.app.alerts.engine import AlertEngine, Change
+from kvwatch.app.alerts.rules import RuleSpec, rules_for_host
+from kvwatch.app.config import Config, HostConfig, ServerConfig, parse_config
+from kvwatch.app.store import open_store
+from kvwatch.app.store.base import Batch, EventRow, Sample
+from kvwatch.collectors.health import HostHealth
 
 T0 = 1_771_937_354.0  # 2026-02-24 12:49:14 UTC, log time
 WALL0 = 1_800_000_000.0  # this machine's clock, unrelated to the log's on purpose

@@ -13,14 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from app.alerts import start_alerting
-from app.config import Config, HostConfig, ServerConfig
-from app.main import create_app
-from app.pipeline.heartbeat import HEALTH_KIND
-from app.runner import build_services
-from app.services import Services
-from app.store.base import Batch, EventRow, Sample, Store
-from app.store.sqlite import SqliteStore
+from kvwatch.app.alerts import start_alerting
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.pipeline.heartbeat import HEALTH_KIND
+from kvwatch.app.runner import build_services
+from kvwatch.app.services import Services
+from kvwatch.app.store.base import Batch, EventRow, Sample, Store
+from kvwatch.app.store.sqlite import SqliteStore
 from tests.alerts.recorded import T0, every
 from tests.alerts.test_alert_webhook import Receiver
 

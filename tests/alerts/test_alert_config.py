@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from app.alerts.rules import DEFAULT_RULES, parse_duration, rules_for_host, validate_alert_config
-from app.config import load_config
-from app.errors import ConfigError
+from kvwatch.app.alerts.rules import DEFAULT_RULES, parse_duration, rules_for_host, validate_alert_config
+from kvwatch.app.config import load_config
+from kvwatch.app.errors import ConfigError
 
 BASE = """
 [[hosts]]

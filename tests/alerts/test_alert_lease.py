@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.alerts.lease import ALERTS_LEASE, BEAT_S, LEASE_DOC, STALE_AFTER_S, Lease
-from app.store import Store, open_store
+from kvwatch.app.alerts.lease import ALERTS_LEASE, BEAT_S, LEASE_DOC, STALE_AFTER_S, Lease
+from kvwatch.app.store import Store, open_store
 
 
 @pytest.fixture

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from app.alerts import start_alerting
-from app.alerts.delivery import DELIVERY_DOC
-from app.alerts.lease import ALERTS_LEASE, LEASE_DOC
-from app.alerts.service import alerts_view
-from app.config import Config, HostConfig, ServerConfig
-from app.services import Services
-from app.store import open_store
-from app.store.base import Batch, EventRow
+from kvwatch.app.alerts import start_alerting
+from kvwatch.app.alerts.delivery import DELIVERY_DOC
+from kvwatch.app.alerts.lease import ALERTS_LEASE, LEASE_DOC
+from kvwatch.app.alerts.service import alerts_view
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.services import Services
+from kvwatch.app.store import open_store
+from kvwatch.app.store.base import Batch, EventRow
 from tests.alerts.recorded import T0
 from tests.alerts.test_alert_api import saturate, wait_for
 from tests.alerts.test_alert_webhook import Receiver

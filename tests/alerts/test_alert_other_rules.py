@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.config import HostConfig
-from collectors.health import HostHealth
+from kvwatch.app.config import HostConfig
+from kvwatch.collectors.health import HostHealth
 from tests.alerts.recorded import HOST, T0, Rig, every
 
 

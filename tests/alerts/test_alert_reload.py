@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.alerts import start_alerting
-from app.config import ServerConfig
+from kvwatch.app.alerts import start_alerting
+from kvwatch.app.config import ServerConfig
 from tests.alerts.recorded import T0, Rig, every
 from tests.alerts.test_alert_api import saturate, services_for, wait_for
 from tests.alerts.test_alert_webhook import Receiver

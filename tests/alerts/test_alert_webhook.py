@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.alerts.delivery import DELIVERY_DOC, WebhookDelivery
+from kvwatch.app.alerts.delivery import DELIVERY_DOC, WebhookDelivery
 from tests.alerts.recorded import T0, Rig, every
 
 RULE = "token_usage_high"
@@ -156,7 +156,7 @@ def test_an_unreachable_receiver_gives_up_after_max_attempts(tmp_path: Path, cap
 
 def test_the_outbox_forgets_delivered_messages_after_a_week(tmp_path: Path, receiver: Receiver) -> None:
     """Sent and failed messages older than DELIVERED_KEEP_S leave the outbox; pending ones never do."""
-    from app.alerts.delivery import DELIVERED_KEEP_S
+    from kvwatch.app.alerts.delivery import DELIVERED_KEEP_S
 
     rig = Rig(tmp_path / "kvwatch.db")
     now = time.time()

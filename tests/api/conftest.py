@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Config, HostConfig, ServerConfig
-from app.main import create_app
-from app.services import Services
-from app.store import open_store
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.services import Services
+from kvwatch.app.store import open_store
 
 
 @pytest.fixture

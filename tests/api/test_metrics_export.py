@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
-from app.services import Services
-from app.store import Batch, EventRow, Sample
+from kvwatch.app.services import Services
+from kvwatch.app.store import Batch, EventRow, Sample
 from tests.fixtures.components import require_component
 
 

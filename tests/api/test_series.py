@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from fastapi.testclient import TestClient
 
-from app.services import Services
-from app.store import Batch, Sample
+from kvwatch.app.services import Services
+from kvwatch.app.store import Batch, Sample
 
 DAY = 86_400.0
 

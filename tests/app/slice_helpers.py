@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.config import Config, HostConfig, ServerConfig
-from app.runner import build_services
-from app.services import Services
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.runner import build_services
+from kvwatch.app.services import Services
 
 DECODE = (
     "[2026-02-24 12:{minute:02d}:{second:02d} TP0] Decode batch, #running-req: {running}, #token: 153179, "

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from app.main import create_app
+from kvwatch.app.main import create_app
 from tests.app.slice_helpers import append_lines, start_services, wait_until
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import COMMANDS
+from kvwatch.app.cli import COMMANDS
 
 
 def kvwatch(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=180, cwd=cwd, check=False
+        [sys.executable, "-m", "kvwatch.app", *args], capture_output=True, text=True, timeout=180, cwd=cwd, check=False
     )
 
 

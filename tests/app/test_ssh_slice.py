@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Config, HostConfig, ServerConfig
-from app.main import create_app
-from app.runner import build_services
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.runner import build_services
 from tests.app.slice_helpers import append_lines, wait_until
 
 pytestmark = pytest.mark.sshd

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from app.main import create_app
-from app.vendor import COMPILE_HINT
+from kvwatch.app.main import create_app
+from kvwatch.app.vendor import COMPILE_HINT
 from tests.app.slice_helpers import start_services
 
 

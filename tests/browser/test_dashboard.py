@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.main import create_app
-from app.runner import build_services
+from kvwatch.app.main import create_app
+from kvwatch.app.runner import build_services
 from tests.browser.world import ScriptedRun
 from tests.fixtures.web import block_outside_requests
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from app.commands.demo import demo_config
-from app.main import create_app
-from app.runner import build_services
-from simulator.demo import start_demo_world
+from kvwatch.app.commands.demo import demo_config
+from kvwatch.app.main import create_app
+from kvwatch.app.runner import build_services
+from kvwatch.simulator.demo import start_demo_world
 from tests.fixtures.web import block_outside_requests
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

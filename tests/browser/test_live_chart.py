@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from app.main import create_app
+from kvwatch.app.main import create_app
 from tests.app.slice_helpers import append_lines, start_services, wait_until
 from tests.fixtures.web import block_outside_requests
 

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Config, HostConfig, ServerConfig
-from app.main import create_app
-from app.runner import build_services
-from app.services import Services
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.runner import build_services
+from kvwatch.app.services import Services
 from tests.app.slice_helpers import start_services, wait_until
 from tests.compare.synth import THREE_CONFIGS, write_log
 from tests.controller.support import free_port, host_table

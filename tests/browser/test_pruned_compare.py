@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.main import create_app
-from app.runs import list_runs
+from kvwatch.app.main import create_app
+from kvwatch.app.runs import list_runs
 from tests.app.slice_helpers import start_services, wait_until
 from tests.browser.test_panels import open_page
 from tests.compare.synth import THREE_CONFIGS, write_log

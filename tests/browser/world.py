@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.config import Config, HostConfig, ServerConfig
 
 READY = "[{ts}] The server is fired up and ready to roll!\n"
 DECODE = (

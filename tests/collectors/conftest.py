@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from collectors.base import Transport
-from collectors.local import LocalTransport
+from kvwatch.collectors.base import Transport
+from kvwatch.collectors.local import LocalTransport
 from tests.fixtures.sshd import Sshd
 
 

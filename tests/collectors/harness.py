@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from collectors.base import Line
-from collectors.tail import Tail
-from collectors.tail_state import TailState
+from kvwatch.collectors.base import Line
+from kvwatch.collectors.tail import Tail
+from kvwatch.collectors.tail_state import TailState
 
 
 def numbered(first: int, last: int, pad: str = "payload") -> bytes:

@@ -7,8 +7,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from collectors.base import Line
-from collectors.tail_state import TailState
+from kvwatch.collectors.base import Line
+from kvwatch.collectors.tail_state import TailState
 
 
 class SqliteSink:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.backoff import Backoff
-from collectors.base import Line
-from collectors.host import HostFollower, HostOptions, SourceSpec
-from collectors.ssh import SshOptions, SshTransport
-from collectors.tail_state import TailState
+from kvwatch.collectors.backoff import Backoff
+from kvwatch.collectors.base import Line
+from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
+from kvwatch.collectors.ssh import SshOptions, SshTransport
+from kvwatch.collectors.tail_state import TailState
 from tests.collectors.harness import append, numbered
 from tests.collectors.sinks import SqliteSink
 from tests.fixtures.sshd import Sshd, keygen
@@ -259,7 +259,7 @@ def test_a_hung_host_does_not_slow_the_others(sshd: Sshd, tmp_path: Path, sink: 
     silent.listen(8)
     port = silent.getsockname()[1]
     try:
-        from collectors.ssh_target import SshTarget
+        from kvwatch.collectors.ssh_target import SshTarget
 
         dead = SshTarget("127.0.0.1", port, "root", known_hosts=sshd.known_hosts_path)
         running.append(HostFollower("dead", lambda: SshTransport(dead, SshOptions(connect_timeout=30)).connect(),
@@ -330,7 +330,7 @@ def test_metrics_through_an_ssh_tunnel(sshd: Sshd, sink: SqliteSink, running: li
 
 
 def test_store_failure_rewinds_and_retries(tmp_path: Path, running: list[HostFollower]) -> None:
-    from collectors.local import LocalTransport
+    from kvwatch.collectors.local import LocalTransport
 
     class Flaky(SqliteSink):
         fail = 2

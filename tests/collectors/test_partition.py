@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import time
 
-from collectors.backoff import Backoff
-from collectors.host import HostFollower, HostOptions, SourceSpec
-from collectors.ssh import SshOptions, SshTransport
+from kvwatch.collectors.backoff import Backoff
+from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
+from kvwatch.collectors.ssh import SshOptions, SshTransport
 from tests.collectors.sinks import SqliteSink
 from tests.collectors.test_host import Writer, wait_for
 from tests.fixtures.netns import NetnsHost, netns_host

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from collectors.base import AuthFailed, HostKeyRejected, SourceMissing
-from collectors.local import LocalTransport
-from collectors.ssh import SshTransport
-from collectors.ssh_target import SshTarget, split_spec
+from kvwatch.collectors.base import AuthFailed, HostKeyRejected, SourceMissing
+from kvwatch.collectors.local import LocalTransport
+from kvwatch.collectors.ssh import SshTransport
+from kvwatch.collectors.ssh_target import SshTarget, split_spec
 from tests.fixtures.sshd import Sshd, keygen
 
 pytestmark = pytest.mark.sshd

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.base import Transport
-from collectors.tail import Tail
+from kvwatch.collectors.base import Transport
+from kvwatch.collectors.tail import Tail
 from tests.collectors.harness import Sink, append, assert_exactly_once, numbered
 
 

@@ -6,9 +6,9 @@ import os
 import time
 from pathlib import Path
 
-from collectors.base import Transport
-from collectors.gpu import GpuSampler
-from collectors.watch import Watch
+from kvwatch.collectors.base import Transport
+from kvwatch.collectors.gpu import GpuSampler
+from kvwatch.collectors.watch import Watch
 from tests.collectors.harness import append, numbered
 from tests.fixtures.sshd import Sshd
 
@@ -83,7 +83,7 @@ def test_remote_watch_ends_with_its_channel(sshd: Sshd, tmp_path: Path) -> None:
 
 def test_local_watch_leaves_no_process_behind(tmp_path: Path) -> None:
     """Locally the stream is `sh -c 'tail -F | tr'`: closing it must end tail and tr too, not only sh."""
-    from collectors.local import LocalTransport
+    from kvwatch.collectors.local import LocalTransport
 
     log = tmp_path / "quiet-local.log"  # never changes: a lingering tail would never get SIGPIPE
     log.touch()

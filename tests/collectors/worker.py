@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from collectors.host import HostFollower, HostOptions, SourceSpec
-from collectors.ssh import SshTransport
-from collectors.ssh_target import SshTarget
+from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
+from kvwatch.collectors.ssh import SshTransport
+from kvwatch.collectors.ssh_target import SshTarget
 from tests.collectors.sinks import SqliteSink
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator import startup
-from simulator.clock import SimClock
-from simulator.engine import Engine, EngineConfig, Request
-from simulator.logwriter import LogWriter
-from simulator.spec import ServerSpec
-from simulator.workload import DATASETS, sample_lengths
+from kvwatch.simulator import startup
+from kvwatch.simulator.clock import SimClock
+from kvwatch.simulator.engine import Engine, EngineConfig, Request
+from kvwatch.simulator.logwriter import LogWriter
+from kvwatch.simulator.spec import ServerSpec
+from kvwatch.simulator.workload import DATASETS, sample_lengths
 
 MODEL = "/models/Kimi-K2.5"
 CLIENT_CONCURRENCY = 150

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.compare.stats import block_length, summarize_level, summarize_rate, within_noise
+from kvwatch.app.compare.stats import block_length, summarize_level, summarize_rate, within_noise
 
 
 def ar1(rng: np.random.Generator, n: int, phi: float, mean: float, sd: float) -> np.ndarray:

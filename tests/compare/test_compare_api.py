@@ -12,7 +12,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from app.main import create_app
+from kvwatch.app.main import create_app
 from tests.app.slice_helpers import start_services, wait_until
 from tests.compare.synth import THREE_CONFIGS, write_log
 

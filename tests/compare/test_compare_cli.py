@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from app.cli import main
-from app.compare.offline import load_log
-from app.store.sqlite import SqliteStore
+from kvwatch.app.cli import main
+from kvwatch.app.compare.offline import load_log
+from kvwatch.app.store.sqlite import SqliteStore
 from tests.compare.synth import THREE_CONFIGS, write_log
 
 SPECS = tuple(replace(spec, duration_s=1500.0) for spec in THREE_CONFIGS)

@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from app.compare import compare_runs, render
-from app.compare.offline import load_logs
-from app.runs import list_runs
+from kvwatch.app.compare import compare_runs, render
+from kvwatch.app.compare.offline import load_logs
+from kvwatch.app.runs import list_runs
 from tests.compare.synth import THREE_CONFIGS, write_log
 
 REFERENCE_HEADER = (
@@ -89,7 +89,7 @@ def test_baseline_must_be_one_of_the_runs(tmp_path: Path) -> None:
     write_log(path, THREE_CONFIGS[:1], seed=1)
     store, hosts = load_logs([path])
     runs = list_runs(store, hosts[0])
-    from app.errors import KvwatchError
+    from kvwatch.app.errors import KvwatchError
 
     with pytest.raises(KvwatchError, match="baseline 'nope' is not one of the compared runs"):
         compare_runs(store, runs, baseline="nope")

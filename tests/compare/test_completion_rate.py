@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from app.compare import compute_run_stats
-from app.compare.offline import load_logs
-from app.runs import list_runs
-from app.store.base import Batch, Sample
+from kvwatch.app.compare import compute_run_stats
+from kvwatch.app.compare.offline import load_logs
+from kvwatch.app.runs import list_runs
+from kvwatch.app.store.base import Batch, Sample
 from tests.compare.synth import EPOCH0, stamp
 
 DURATION_S = 1800

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.runs import RUN_DOC, detect_runs, list_runs, record_controller_run
-from app.store.base import Batch, EventRow
-from app.store.sqlite import SqliteStore
+from kvwatch.app.runs import RUN_DOC, detect_runs, list_runs, record_controller_run
+from kvwatch.app.store.base import Batch, EventRow
+from kvwatch.app.store.sqlite import SqliteStore
 
 T0 = 1_771_934_400.0  # 2026-02-24 12:00:00 UTC
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.runs.registry import list_runs, merge_controller_runs
-from app.store import open_store
+from kvwatch.app.runs.registry import list_runs, merge_controller_runs
+from kvwatch.app.store import open_store
 
 
 def test_no_runs_is_an_empty_list(tmp_path: Path) -> None:

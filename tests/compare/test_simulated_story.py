@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from app.compare import compare_runs, compute_run_stats, render
-from app.compare.offline import load_logs
-from app.runs import list_runs
+from kvwatch.app.compare import compare_runs, compute_run_stats, render
+from kvwatch.app.compare.offline import load_logs
+from kvwatch.app.runs import list_runs
 from tests.compare.simplay import STORY_SPECS, play_campaign
 
 LEVELS = ("gen_throughput", "running_req", "token_usage", "queue_req")

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.compare import compute_run_stats
-from app.compare.offline import load_logs
-from app.compare.runstats import RunStats
-from app.runs import list_runs
+from kvwatch.app.compare import compute_run_stats
+from kvwatch.app.compare.offline import load_logs
+from kvwatch.app.compare.runstats import RunStats
+from kvwatch.app.runs import list_runs
 from tests.compare.synth import THREE_CONFIGS, RunSpec, write_log
 
 LEVELS = ("gen_throughput", "running_req", "token_usage", "queue_req")

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from app.controller.policy import ControllerConfig
-from app.controller.restart import HostController
-from collectors.base import Transport
-from collectors.local import LocalTransport
+from kvwatch.app.controller.policy import ControllerConfig
+from kvwatch.app.controller.restart import HostController
+from kvwatch.collectors.base import Transport
+from kvwatch.collectors.local import LocalTransport
 from tests.controller.support import MemorySinks
 
 

@@ -8,5 +8,5 @@ import runpy
 import shlex
 import sys
 
-sys.argv = ["simulator.server", *sys.argv[1:], *shlex.split(os.environ.get("SIM_ARGS", ""))]
-runpy.run_module("simulator.server", run_name="__main__", alter_sys=True)
+sys.argv = ["kvwatch.simulator.server", *sys.argv[1:], *shlex.split(os.environ.get("SIM_ARGS", ""))]
+runpy.run_module("kvwatch.simulator.server", run_name="__main__", alter_sys=True)

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.controller.policy import ControllerConfig, parse_controller_config
-from app.controller.sinks import RestartRecord
-from app.flags.schema import FlagValue
+from kvwatch.app.controller.policy import ControllerConfig, parse_controller_config
+from kvwatch.app.controller.sinks import RestartRecord
+from kvwatch.app.flags.schema import FlagValue
 
 FAKE_SERVER = Path(__file__).with_name("fake_server.py")
 

@@ -9,8 +9,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.api.restart import router
-from app.controller.restart import HostController
+from kvwatch.app.api.restart import router
+from kvwatch.app.controller.restart import HostController
 from tests.controller.support import MemorySinks, free_port, make_config
 
 TOKEN = "correct horse battery staple"

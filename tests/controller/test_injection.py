@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.controller.errors import InvalidFlags
-from app.flags.argv import render
-from app.flags.schema import load_bundled, normalize
+from kvwatch.app.controller.errors import InvalidFlags
+from kvwatch.app.flags.argv import render
+from kvwatch.app.flags.schema import load_bundled, normalize
 from tests.controller.support import MemorySinks, free_port, make_config
 
 SCHEMA = load_bundled("0.5.23")

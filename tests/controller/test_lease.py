@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from app.controller.remote_helper import op_lease, op_release
+from kvwatch.app.controller.remote_helper import op_lease, op_release
 
 
 def test_a_lease_being_created_is_held_not_stale(tmp_path: Path) -> None:

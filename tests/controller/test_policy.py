@@ -6,10 +6,10 @@ import tomllib
 
 import pytest
 
-from app.controller.policy import EXAMPLE_PRESETS, EXAMPLE_VETO, parse_controller_config
-from app.errors import ConfigError
-from app.flags.argv import merge, parse_launch
-from app.flags.schema import load_bundled, normalize
+from kvwatch.app.controller.policy import EXAMPLE_PRESETS, EXAMPLE_VETO, parse_controller_config
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.flags.argv import merge, parse_launch
+from kvwatch.app.flags.schema import load_bundled, normalize
 
 SCHEMA = load_bundled("0.5.23")
 EXAMPLE = """

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.errors import Busy, HostUnavailable, InvalidFlags, RateLimited, Vetoed
+from kvwatch.app.controller.errors import Busy, HostUnavailable, InvalidFlags, RateLimited, Vetoed
 from tests.controller.support import MemorySinks, free_port, make_config, record_recycled_pid
 
 

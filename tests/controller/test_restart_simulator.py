@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.errors import Vetoed
+from kvwatch.app.controller.errors import Vetoed
 from tests.controller.support import MemorySinks, free_port, make_config
 
 LAUNCHER = Path(__file__).with_name("sim_launcher.py")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.errors import Busy, HostUnavailable, InvalidFlags, Vetoed
-from collectors.base import ConnectFailed
+from kvwatch.app.controller.errors import Busy, HostUnavailable, InvalidFlags, Vetoed
+from kvwatch.collectors.base import ConnectFailed
 from tests.controller.support import MemorySinks, free_port, instances, make_config, when_state
 
 pytestmark = pytest.mark.sshd

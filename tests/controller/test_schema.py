@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.flags.argv import merge, parse_launch, render
-from app.flags.schema import load_bundled, normalize, validate
+from kvwatch.app.flags.argv import merge, parse_launch, render
+from kvwatch.app.flags.schema import load_bundled, normalize, validate
 
 SCHEMA = load_bundled("0.5.23")
 

@@ -10,12 +10,12 @@ import os
 
 import pytest
 
-from app.controller.errors import InvalidFlags
-from app.flags.extract import dump, extract_schema, schema_path
-from app.flags.remote import SchemaCache, remote_schema
-from app.flags.schema import load_bundled
-from collectors.base import CommandResult
-from collectors.local import LocalTransport
+from kvwatch.app.controller.errors import InvalidFlags
+from kvwatch.app.flags.extract import dump, extract_schema, schema_path
+from kvwatch.app.flags.remote import SchemaCache, remote_schema
+from kvwatch.app.flags.schema import load_bundled
+from kvwatch.collectors.base import CommandResult
+from kvwatch.collectors.local import LocalTransport
 from tests.controller.support import free_port, make_config
 from tests.fixtures.components import require_component
 

@@ -10,13 +10,13 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.api.restart import router
-from app.config import Config, HostConfig, ServerConfig
-from app.controller.errors import Busy
-from app.controller.swap import plan_swap
-from app.controller.wiring import RESTART_DOC, build_controllers
-from app.runs.registry import list_runs
-from app.store import open_store
+from kvwatch.app.api.restart import router
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.controller.errors import Busy
+from kvwatch.app.controller.swap import plan_swap
+from kvwatch.app.controller.wiring import RESTART_DOC, build_controllers
+from kvwatch.app.runs.registry import list_runs
+from kvwatch.app.store import open_store
 from tests.controller.support import free_port, host_table
 
 

@@ -29,14 +29,14 @@ def append_decode_lines(path: Path, values: range) -> None:
 
 
 class Kvwatch:
-    """`python -m app ARGS` with stdout/stderr in files under `logs`."""
+    """`python -m kvwatch.app ARGS` with stdout/stderr in files under `logs`."""
 
     def __init__(self, name: str, args: list[str], logs: Path) -> None:
         self.name = name
         self.err_path = logs / f"{name}.err"
         with (logs / f"{name}.out").open("w") as out, self.err_path.open("w") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app", *args], stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                [sys.executable, "-m", "kvwatch.app", *args], stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                 cwd=Path(__file__).resolve().parents[2], env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
-from app.commands import init as init_command
-from app.commands.serve import resolve_config
-from app.config import load_config
+from kvwatch.app.cli import main
+from kvwatch.app.commands import init as init_command
+from kvwatch.app.commands.serve import resolve_config
+from kvwatch.app.config import load_config
 from tests.ecosystem.processes import Kvwatch, wait_for
 
 SSH_CONFIG = """\
@@ -35,7 +35,7 @@ Host *.internal !bastion
 
 
 def test_help_documents_the_exit_codes() -> None:
-    done = subprocess.run([sys.executable, "-m", "app", "--help"], capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, "-m", "kvwatch.app", "--help"], capture_output=True, text=True, check=False)
     assert done.returncode == 0
     for code, meaning in (("0", "success"), ("1", "runtime failure"), ("2", "usage or config error"),
                           ("130", "interrupted")):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from app.cli import main
-from app.runs import list_runs
-from app.store.sqlite import SqliteStore
+from kvwatch.app.cli import main
+from kvwatch.app.runs import list_runs
+from kvwatch.app.store.sqlite import SqliteStore
 
 
 def stored(config: Path) -> SqliteStore:
@@ -22,7 +22,7 @@ def stored(config: Path) -> SqliteStore:
 
 def test_csv_on_stdout_is_every_stored_sample(collected: tuple[Path, list[str]]) -> None:
     config, _ = collected
-    done = subprocess.run([sys.executable, "-m", "app", "export", "--config", str(config)],
+    done = subprocess.run([sys.executable, "-m", "kvwatch.app", "export", "--config", str(config)],
                           capture_output=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     frame = pd.read_csv(io.BytesIO(done.stdout))

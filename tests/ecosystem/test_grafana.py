@@ -14,11 +14,11 @@ import httpx
 import pytest
 import yaml
 
-from app.config import Config, HostConfig, ServerConfig
-from app.main import create_app
-from app.services import Services
-from app.store.base import Batch, Sample
-from app.store.sqlite import SqliteStore
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.services import Services
+from kvwatch.app.store.base import Batch, Sample
+from kvwatch.app.store.sqlite import SqliteStore
 from tests.ecosystem.repo import REPO
 from tests.fixtures.components import require_component
 from tests.fixtures.web import free_port

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import ConfigError
-from app.pipeline.heartbeat import HEALTH_KIND, STALE_AFTER_S, claim_hosts, stored_health
-from app.store.sqlite import SqliteStore
+from kvwatch.app.errors import ConfigError
+from kvwatch.app.pipeline.heartbeat import HEALTH_KIND, STALE_AFTER_S, claim_hosts, stored_health
+from kvwatch.app.store.sqlite import SqliteStore
 
 NOW = 1_800_000_000.0
 
@@ -81,6 +81,6 @@ def test_the_web_app_sees_stored_health_and_its_staleness(store: SqliteStore) ->
     ],
 )
 def test_a_collector_never_logs_the_database_password(database: str, logged: str) -> None:
-    from app.runner import redacted
+    from kvwatch.app.runner import redacted
 
     assert redacted(database) == logged

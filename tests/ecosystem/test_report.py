@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from plotly.offline import get_plotlyjs
 
-from app.cli import main
+from kvwatch.app.cli import main
 
 
 def report(config: Path, out: Path, *args: str) -> str:

@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.alerts.delivery import DELIVERY_DOC
-from app.alerts.lease import ALERTS_LEASE, BEAT_S, LEASE_DOC, STALE_AFTER_S
-from app.cli import main
-from app.store import Store, open_store
+from kvwatch.app.alerts.delivery import DELIVERY_DOC
+from kvwatch.app.alerts.lease import ALERTS_LEASE, BEAT_S, LEASE_DOC, STALE_AFTER_S
+from kvwatch.app.cli import main
+from kvwatch.app.store import Store, open_store
 from tests.alerts.test_alert_webhook import Receiver
 from tests.ecosystem.processes import Kvwatch, append_decode_lines, kvwatch_processes, wait_for
 from tests.fixtures.web import free_port
@@ -125,7 +125,7 @@ def test_collect_only_names_an_unknown_host(tmp_path: Path, capsys: pytest.Captu
 @pytest.mark.postgres
 def test_collectors_starting_together_share_one_schema(pg_url: str) -> None:
     # Several collectors started at once (a deploy, a reboot) all open the store on a fresh database.
-    from app.store.postgres import PostgresStore
+    from kvwatch.app.store.postgres import PostgresStore
 
     barrier = threading.Barrier(6)
     errors: list[BaseException] = []

@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.cli import main
-from app.config import load_config
-from app.runner import build_services
+from kvwatch.app.cli import main
+from kvwatch.app.config import load_config
+from kvwatch.app.runner import build_services
 from tests.app.slice_helpers import append_lines, wait_until
 from tests.fixtures.web import free_port
 from tests.hardening.test_reload_complete import T0, decode_lines
@@ -128,7 +128,7 @@ def test_sighup_reload_keeps_the_last_good_config_and_applies_a_good_one(tmp_pat
     server = f"[server]\nport = {port}\ndata_dir = '{tmp_path}'\n"
     path.write_text(server + local_host("a", tmp_path / "a.log"))
     env = {**os.environ, "KVWATCH_TOKEN": SECRET}
-    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--config", str(path)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "kvwatch.app", "serve", "--config", str(path)], env=env,
                             stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -176,7 +176,7 @@ def test_web_only_serve_reloads_on_sighup(tmp_path: Path) -> None:
     path = tmp_path / "kvwatch.toml"
     server = f"[server]\nport = {port}\ndata_dir = '{tmp_path}'\n"
     path.write_text(server + local_host("a", tmp_path / "a.log"))
-    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--no-collect", "--config", str(path)],
+    proc = subprocess.Popen([sys.executable, "-m", "kvwatch.app", "serve", "--no-collect", "--config", str(path)],
                             stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -239,7 +239,7 @@ def test_collect_reloads_on_sighup_and_keeps_the_last_good_config(tmp_path: Path
     path, database = tmp_path / "kvwatch.toml", tmp_path / "kvwatch.db"
     server = f"[server]\ndata_dir = '{tmp_path}'\n"
     path.write_text(server + local_host("a", tmp_path / "a.log"))
-    proc = subprocess.Popen([sys.executable, "-m", "app", "collect", "--config", str(path)],
+    proc = subprocess.Popen([sys.executable, "-m", "kvwatch.app", "collect", "--config", str(path)],
                             stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: stored_count(database, "a") == 50, timeout=90)
@@ -274,7 +274,7 @@ def test_collect_only_reload_keeps_its_share_of_the_hosts(tmp_path: Path) -> Non
     path, database = tmp_path / "kvwatch.toml", tmp_path / "kvwatch.db"
     server = f"[server]\ndata_dir = '{tmp_path}'\n"
     path.write_text(server + local_host("a", tmp_path / "a.log"))
-    proc = subprocess.Popen([sys.executable, "-m", "app", "collect", "--config", str(path), "--only", "a"],
+    proc = subprocess.Popen([sys.executable, "-m", "kvwatch.app", "collect", "--config", str(path), "--only", "a"],
                             stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: stored_count(database, "a") == 50, timeout=90)

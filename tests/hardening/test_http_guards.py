@@ -14,8 +14,8 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from app.api.limits import MAX_CLIENTS, MUTATING, Limits, MutationRateLimit
-from app.main import create_app
+from kvwatch.app.api.limits import MAX_CLIENTS, MUTATING, Limits, MutationRateLimit
+from kvwatch.app.main import create_app
 from tests.app.slice_helpers import start_services
 from tests.hardening.world import OPEN_LIMITS, TOKEN, served_world
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
+from kvwatch.app.main import create_app
 from tests.app.slice_helpers import start_services
 from tests.controller.conftest import controllers  # noqa: F401  (the fixture, with its teardown)
 from tests.controller.support import MemorySinks, free_port, make_config

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parsers import PARSERS, create_parser
+from kvwatch.parsers import PARSERS, create_parser
 
 CASES = Path(__file__).resolve().parent.parent / "parsers" / "cases"
 CORPUS = sorted({line for path in CASES.glob("*/*/input.log")

@@ -19,12 +19,12 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import load_config
-from app.controller.errors import Busy
-from app.main import create_app
-from app.reload import ConfigReloader
-from app.runner import build_services
-from app.services import Services
+from kvwatch.app.config import load_config
+from kvwatch.app.controller.errors import Busy
+from kvwatch.app.main import create_app
+from kvwatch.app.reload import ConfigReloader
+from kvwatch.app.runner import build_services
+from kvwatch.app.services import Services
 from tests.alerts.test_alert_webhook import Receiver
 from tests.app.slice_helpers import wait_until
 from tests.controller.support import free_port, host_table

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from app.store import open_store
+from kvwatch.app.store import open_store
 from tests.app.slice_helpers import decode_line
 
 SOAK_SECONDS = float(os.environ.get("KVWATCH_SOAK_SECONDS", "90"))
@@ -100,7 +100,7 @@ class Collector:
 
     def start(self) -> None:
         with self.log.open("ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "app", "collect", "--config", str(self.config)],
+            self.proc = subprocess.Popen([sys.executable, "-m", "kvwatch.app", "collect", "--config", str(self.config)],
                                          stdout=log, stderr=log)
 
     def kill9(self) -> None:

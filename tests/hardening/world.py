@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.api.limits import Limits
-from app.main import create_app
-from app.services import Services
+from kvwatch.app.api.limits import Limits
+from kvwatch.app.main import create_app
+from kvwatch.app.services import Services
 from tests.app.slice_helpers import append_lines, start_services, wait_until
 from tests.fixtures.web import RunningServer, start_uvicorn
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers import PARSERS, create_parser
+from kvwatch.parsers import PARSERS, create_parser
 
 CASES = Path(__file__).parent / "cases"
 

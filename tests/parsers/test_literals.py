@@ -6,11 +6,11 @@ from datetime import date
 
 import pytest
 
-from parsers import create_parser
-from parsers.auto import SNIFF_LINES, AutoParser
-from parsers.sglang import SglangParser, field_name, parse_batch
-from parsers.timestamps import to_epoch
-from parsers.values import field_value
+from kvwatch.parsers import create_parser
+from kvwatch.parsers.auto import SNIFF_LINES, AutoParser
+from kvwatch.parsers.sglang import SglangParser, field_name, parse_batch
+from kvwatch.parsers.timestamps import to_epoch
+from kvwatch.parsers.values import field_value
 
 DECODE = (
     "[2026-02-24 12:49:14 TP0] Decode batch, #running-req: 72, #token: 153179, token usage: 0.96, "

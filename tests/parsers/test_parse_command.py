@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from app.cli import main
+from kvwatch.app.cli import main
 
 CASES = Path(__file__).parent / "cases"
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ def test_summary_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 PANDAS_AFTER_PARSE = """
 import sys
-from app.cli import main
+from kvwatch.app.cli import main
 main(["parse", "-q", "--format", "parquet", "-o", sys.argv[2], sys.argv[1]])
 print("pandas" in sys.modules)
 import pandas as pd

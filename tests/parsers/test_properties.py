@@ -12,9 +12,9 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parsers import PARSERS, create_parser
-from parsers.columnar import ColumnarSglang
-from parsers.sglang import SglangParser, parse_batch
+from kvwatch.parsers import PARSERS, create_parser
+from kvwatch.parsers.columnar import ColumnarSglang
+from kvwatch.parsers.sglang import SglangParser, parse_batch
 
 POOL = ThreadPoolExecutor(2)
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from parsers.tables import conform, csv_ready, records_table, unified_schema
+from kvwatch.parsers.tables import conform, csv_ready, records_table, unified_schema
 
 
 def test_columns_are_typed_by_their_values() -> None:

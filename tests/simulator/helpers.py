@@ -1,4 +1,4 @@
-"""Start and talk to `python -m simulator.server` subprocesses in tests."""
+"""Start and talk to `python -m kvwatch.simulator.server` subprocesses in tests."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from parsers import create_parser
-from simulator.demo import free_port
+from kvwatch.parsers import create_parser
+from kvwatch.simulator.demo import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 KIMI_088 = ["--model-path", "/models/Kimi-K2.5", "--tp", "8", "--mem-fraction-static", "0.88",
@@ -24,7 +24,7 @@ class SimProcess:
         self.port = free_port()
         self.log = tmp / "sglang.log"
         self.url = f"http://127.0.0.1:{self.port}"
-        argv = [sys.executable, "-m", "simulator.server", *args, "--port", str(self.port),
+        argv = [sys.executable, "-m", "kvwatch.simulator.server", *args, "--port", str(self.port),
                 "--sim-speed", str(speed), "--sim-log-file", str(self.log)]
         self.proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         STARTED.append(self)

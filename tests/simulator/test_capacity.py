@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulator import capacity, demo
-from simulator.capacity import KIMI_K25, kv_capacity
+from kvwatch.simulator import capacity, demo
+from kvwatch.simulator.capacity import KIMI_K25, kv_capacity
 
 MEASURED = {"default": 116_000, "hicache-0.88": 159_000, "fp8-0.90": 376_000}
 

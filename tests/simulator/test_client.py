@@ -1,4 +1,4 @@
-"""`python -m simulator.client` against the simulated server: outputs, progress, resume, buffering."""
+"""`python -m kvwatch.simulator.client` against the simulated server: outputs, progress, resume, buffering."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers import create_parser
+from kvwatch.parsers import create_parser
 from tests.simulator.helpers import KIMI_088, REPO, SimProcess
 
 
@@ -26,7 +26,7 @@ def server(tmp_path: Path) -> Iterator[SimProcess]:
 
 
 def client(server: SimProcess, workdir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "simulator.client", "--url", server.url, "--workdir", str(workdir), *extra]
+    return [sys.executable, "-m", "kvwatch.simulator.client", "--url", server.url, "--workdir", str(workdir), *extra]
 
 
 def lines(path: Path) -> int:

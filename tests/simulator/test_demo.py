@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from simulator import demo, flags
+from kvwatch.simulator import demo, flags
 from tests.simulator.helpers import REPO, parse_log
 
 SPEED = 4.0  # the first minute of the story in 15 s
@@ -79,7 +79,7 @@ def test_launch_line_and_presets_are_valid_sglang_command_lines(tmp_path: Path) 
 
 
 def test_children_end_when_the_demo_process_dies_without_cleanup(tmp_path: Path) -> None:
-    script = ("import pathlib, sys, time\nfrom simulator.demo import start_demo_world\n"
+    script = ("import pathlib, sys, time\nfrom kvwatch.simulator.demo import start_demo_world\n"
               "w = start_demo_world(pathlib.Path(sys.argv[1]), speed=4.0)\n"
               "while len(w._procs) < 2:\n    time.sleep(0.1)\n"
               "print(' '.join(str(p.pid) for p in w._procs), flush=True)\ntime.sleep(600)\n")

@@ -8,12 +8,12 @@ import statistics
 
 import pytest
 
-from parsers import create_parser
-from simulator import demo
-from simulator.clock import SimClock
-from simulator.engine import Engine, EngineConfig, Request
-from simulator.logwriter import LogWriter
-from simulator.workload import DATASETS, sample_lengths
+from kvwatch.parsers import create_parser
+from kvwatch.simulator import demo
+from kvwatch.simulator.clock import SimClock
+from kvwatch.simulator.engine import Engine, EngineConfig, Request
+from kvwatch.simulator.logwriter import LogWriter
+from kvwatch.simulator.workload import DATASETS, sample_lengths
 
 B2 = DATASETS[1]
 

@@ -11,10 +11,10 @@ from datetime import datetime
 
 import pytest
 
-from parsers import create_parser
-from simulator import logfmt
-from simulator.clock import SimClock
-from simulator.logwriter import LogWriter
+from kvwatch.parsers import create_parser
+from kvwatch.simulator import logfmt
+from kvwatch.simulator.clock import SimClock
+from kvwatch.simulator.logwriter import LogWriter
 
 V = logfmt.VERSIONS
 

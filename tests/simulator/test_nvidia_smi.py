@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from parsers import create_parser
-from simulator.nvidia_smi import gpu_lines
+from kvwatch.parsers import create_parser
+from kvwatch.simulator.nvidia_smi import gpu_lines
 
 SERVER_INFO = {"mem_fraction_static": 0.88, "max_total_num_tokens": 1000}
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from collectors.base import SourceMissing
-from simulator.demo import free_port
+from kvwatch.collectors.base import SourceMissing
+from kvwatch.simulator.demo import free_port
 from tests.fixtures.sshd import Sshd
 from tests.simulator.helpers import KIMI_088, REPO
 
@@ -51,7 +51,7 @@ def scrape_through_tunnel(sshd: Sshd, port: int) -> str:
 def test_simulator_behind_sshd(sshd: Sshd, tmp_path: Path) -> None:
     port = free_port()
     log, pid_file = tmp_path / "sglang_inference.log", tmp_path / "server.pid"
-    argv = [sys.executable, "-m", "simulator.server", *KIMI_088, "--enable-metrics", "--port", str(port),
+    argv = [sys.executable, "-m", "kvwatch.simulator.server", *KIMI_088, "--enable-metrics", "--port", str(port),
             "--sim-speed", "60", "--sim-log-file", str(log), "--sim-pid-file", str(pid_file)]
     command = f"cd {shlex.quote(str(REPO))} && nohup {shlex.join(argv)} >/dev/null 2>&1 &"
     transport = sshd.connect()

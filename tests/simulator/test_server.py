@@ -1,4 +1,4 @@
-"""`python -m simulator.server` from the outside: endpoints, /metrics, logs, SIGTERM, crashes."""
+"""`python -m kvwatch.simulator.server` from the outside: endpoints, /metrics, logs, SIGTERM, crashes."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.store import Store, open_store
+from kvwatch.app.store import Store, open_store
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from app.store import open_store
-from app.store.schema import LATEST_VERSION
+from kvwatch.app.store import open_store
+from kvwatch.app.store.schema import LATEST_VERSION
 
 SKELETON_SCHEMA = """
 CREATE TABLE samples (host TEXT NOT NULL, metric TEXT NOT NULL, rank TEXT NOT NULL,

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Config, HostConfig, ServerConfig
-from app.main import create_app
-from app.pipeline.retention import Retention
-from app.services import Services
-from app.store import Batch, Sample, Store
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.pipeline.retention import Retention
+from kvwatch.app.services import Services
+from kvwatch.app.store import Batch, Sample, Store
 
 DAY = 86_400.0
 T0 = 1_780_000_000.0

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app.config import Config, HostConfig, ServerConfig, parse_config
-from app.pipeline import retention
-from app.pipeline.retention import Retention
-from app.runner import build_services
+from kvwatch.app.config import Config, HostConfig, ServerConfig, parse_config
+from kvwatch.app.pipeline import retention
+from kvwatch.app.pipeline.retention import Retention
+from kvwatch.app.runner import build_services
 from tests.app.slice_helpers import wait_until
 
 DAY = 86_400.0

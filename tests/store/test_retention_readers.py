@@ -18,15 +18,15 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
-from app.cli import main
-from app.compare import NothingStored, compare_runs, render
-from app.compare.offline import load_log
-from app.compare.runstats import NOTHING_LEFT
-from app.config import Config, HostConfig, ServerConfig
-from app.main import create_app
-from app.runs import Run, list_runs
-from app.services import Services
-from app.store import Store
+from kvwatch.app.cli import main
+from kvwatch.app.compare import NothingStored, compare_runs, render
+from kvwatch.app.compare.offline import load_log
+from kvwatch.app.compare.runstats import NOTHING_LEFT
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.runs import Run, list_runs
+from kvwatch.app.services import Services
+from kvwatch.app.store import Store
 from tests.compare.synth import EPOCH0, THREE_CONFIGS, run_lines, startup_lines, write_log
 
 SPECS = tuple(replace(spec, duration_s=1800.0) for spec in THREE_CONFIGS)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.store import Batch, EventRow, Sample, Store, open_store
-from app.store.rollup import ROLLUP_WIDTHS
-from app.store.schema import LATEST_VERSION
+from kvwatch.app.store import Batch, EventRow, Sample, Store, open_store
+from kvwatch.app.store.rollup import ROLLUP_WIDTHS
+from kvwatch.app.store.schema import LATEST_VERSION
 
 
 def batch(samples: list[Sample], events: list[EventRow] | None = None, offset: int = 0) -> Batch:
