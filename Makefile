@@ -51,8 +51,13 @@ test: system-packages $(VENV)/.test $(SGLANG_VENV)/.ready
 	KVWATCH_REQUIRE_COMPONENTS=1 KVWATCH_SGLANG_PYTHON=$(abspath $(SGLANG_VENV))/bin/python \
 	  $(PY) -m pytest $(PYTEST_ARGS)
 
+# mypy reads kvwatch/ as it is installed: a tree of links to the top-level folders (the editable
+# install's import hook is invisible to it).
+MYPY_ROOT := $(VENV)/mypy-root/kvwatch
+
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check .
+	@mkdir -p $(MYPY_ROOT) && for d in app collectors parsers simulator; do ln -sfn $(abspath $$d) $(MYPY_ROOT)/$$d; done
 	$(VENV)/bin/mypy
 
 clean:

@@ -11,9 +11,10 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 
-from app.errors import KvwatchError
+from kvwatch.app.errors import KvwatchError
 
 COMMAND_NAMES: tuple[str, ...] = ("demo", "serve", "collect", "parse", "compare", "report", "export", "init")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -32,7 +33,7 @@ exit codes:
 
 
 def load_command(name: str) -> ModuleType:
-    return importlib.import_module(f"app.commands.{name}")
+    return importlib.import_module(f"kvwatch.app.commands.{name}")
 
 
 def __getattr__(name: str) -> tuple[ModuleType, ...]:
@@ -42,6 +43,13 @@ def __getattr__(name: str) -> tuple[ModuleType, ...]:
     raise AttributeError(name)
 
 
+def installed_version() -> str:
+    try:
+        return version("kvwatch")
+    except PackageNotFoundError:  # imported from a checkout that was never installed
+        return "unknown"
+
+
 def build_parser(commands: Sequence[ModuleType] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kvwatch",
@@ -49,6 +57,7 @@ def build_parser(commands: Sequence[ModuleType] | None = None) -> argparse.Argum
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"kvwatch {installed_version()}")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in commands if commands is not None else __getattr__("COMMANDS"):
@@ -62,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     wanted = next((w for w in words if not w.startswith("-")), None)
     # The command named on the line is enough to parse it; anything else (help, typos) lists them all.
-    commands = [load_command(wanted)] if wanted in COMMAND_NAMES else None
+    commands = [load_command(wanted)] if wanted in COMMAND_NAMES else ([] if "--version" in words else None)
     args = build_parser(commands).parse_args(words)
     # Plain lines with levels on stderr: greppable, and what journald or `docker logs` expect.
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)

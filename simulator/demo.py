@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simulator.spec import ServerSpec
-from simulator.workload import DATASETS
+from kvwatch.simulator.spec import ServerSpec
+from kvwatch.simulator.workload import DATASETS
 
 BACKFILL_S = 720.0
 CATCH_UP_S = 45.0
@@ -34,7 +34,6 @@ BASELINE_RUN_S = 240.0  # simulated seconds of the fp8 run, startup included
 DRAIN_S = 5.0
 MODEL_PATH = "/models/Kimi-K2.5"
 DEMO_DATASETS = DATASETS[1:]  # B1 was done before the story starts
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 BASE_FLAGS: dict[str, object] = {"model-path": MODEL_PATH, "tp-size": 8, "enable-metrics": True}
 
@@ -110,7 +109,7 @@ def write_shim(workdir: Path, speed: float, watch_pid: int | None = None) -> Pat
     extra = ["--sim-speed", str(speed), "--sim-pid-file", str(workdir / ".sim" / "server.pid"),
              "--sim-watch-pid", str(watch_pid or os.getpid())]
     (shim / "sglang" / "launch_server.py").write_text(
-        "import sys\n\nfrom simulator.server import main\n\n"
+        "import sys\n\nfrom kvwatch.simulator.server import main\n\n"
         f"sys.exit(main(sys.argv[1:] + {extra!r}))\n", encoding="utf-8")
     return shim
 
@@ -122,7 +121,7 @@ def write_nvidia_smi(workdir: Path, port: int) -> Path:
     script = bin_dir / "nvidia-smi"
     script.write_text(
         "#!/bin/sh\n"
-        f"PYTHONPATH={shlex.quote(str(REPO_ROOT))} exec {shlex.quote(sys.executable)} -m simulator.nvidia_smi "
+        f"exec {shlex.quote(sys.executable)} -m kvwatch.simulator.nvidia_smi "
         f"--sim-server http://127.0.0.1:{port} \"$@\"\n",
         encoding="utf-8",
     )
@@ -132,7 +131,7 @@ def write_nvidia_smi(workdir: Path, port: int) -> Path:
 
 def launch_line(shim: Path, port: int, preset: str) -> str:
     """The command line the controller runs to (re)start the server, SGLang's own flags only."""
-    env = f"PYTHONPATH={shlex.quote(f'{shim}{os.pathsep}{REPO_ROOT}')}"
+    env = f"PYTHONPATH={shlex.quote(str(shim))}"
     argv = [sys.executable, "-m", "sglang.launch_server", *flag_args({**BASE_FLAGS, **PRESETS[preset]}),
             "--host", "127.0.0.1", "--port", str(port)]
     return f"{env} {shlex.join(argv)}"
@@ -160,7 +159,7 @@ class DemoWorld:
         return self.workdir / ".sim" / "server.pid"
 
     def _spawn(self, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        env = dict(os.environ)
         with log.open("ab") as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
                                     start_new_session=True)
@@ -168,7 +167,7 @@ class DemoWorld:
         return proc
 
     def start_server(self, preset: str, backfill: float, warp: float) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "simulator.server", *flag_args({**BASE_FLAGS, **PRESETS[preset]}),
+        argv = [sys.executable, "-m", "kvwatch.simulator.server", *flag_args({**BASE_FLAGS, **PRESETS[preset]}),
                 "--host", "127.0.0.1", "--port", str(self.port), "--sim-speed", str(self.speed),
                 "--sim-backfill", f"{backfill:.3f}", "--sim-warp", f"{warp:.4f}",
                 "--sim-drain-timeout", str(DRAIN_S), "--sim-pid-file", str(self.pid_file),
@@ -176,7 +175,7 @@ class DemoWorld:
         return self._spawn(argv, self.server_log)
 
     def start_client(self) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "simulator.client", "--url", f"http://127.0.0.1:{self.port}",
+        argv = [sys.executable, "-m", "kvwatch.simulator.client", "--url", f"http://127.0.0.1:{self.port}",
                 "--workdir", str(self.workdir), "--datasets", ",".join(ds.name for ds in DEMO_DATASETS),
                 "--flush", "--parent-pid", str(os.getpid())]
         return self._spawn(argv, self.client_log)

@@ -1,4 +1,7 @@
-"""The data flow runs one way: collectors/ and parsers/ never import app/; parsers/ never imports collectors/."""
+"""The data flow runs one way: collectors/ and parsers/ never import app/; parsers/ never imports collectors/.
+
+Everything is imported through the one import root, `kvwatch` (`kvwatch.app`, `kvwatch.collectors`, ...).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = {"collectors": {"app"}, "parsers": {"app", "collectors"}, "simulator": {"app"}}
+OUR_PACKAGES = ("app", "collectors", "parsers", "simulator")
+SOURCE_TREES = (*OUR_PACKAGES, "tests", "bench")
+
+
+def _package_of(module: str) -> str:
+    """`kvwatch.app.store` -> `app`; anything outside the import root keeps its first name."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "kvwatch" and len(parts) > 1 else parts[0]
 
 
 def imported_packages(path: Path) -> set[str]:
@@ -16,9 +27,9 @@ def imported_packages(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(_package_of(alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.add(_package_of(node.module))
     return names
 
 
@@ -33,8 +44,35 @@ def test_package_does_not_import_upstream(package: str) -> None:
 
 def test_import_checker_sees_violations(tmp_path: Path) -> None:
     sample = tmp_path / "x.py"
-    sample.write_text("import app.main\nfrom collectors.base import Line\nfrom . import sibling\n")
+    sample.write_text("import kvwatch.app.main\nfrom kvwatch.collectors.base import Line\nfrom . import sibling\n")
     assert imported_packages(sample) == {"app", "collectors"}
+
+
+def bare_roots(path: Path) -> set[str]:
+    """Our packages imported by their folder name instead of through `kvwatch`."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+        found.update(m.split(".")[0] for m in modules if m.split(".")[0] in OUR_PACKAGES)
+    return found
+
+
+def test_everything_imports_through_the_kvwatch_root() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(bare_roots(path))
+        for tree in SOURCE_TREES
+        for path in (ROOT / tree).rglob("*.py")
+        if "scratch" not in path.parts
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_bare_root_checker_sees_violations(tmp_path: Path) -> None:
+    sample = tmp_path / "x.py"
+    sample.write_text("import app.main\nfrom parsers import sglang\nfrom kvwatch.collectors import base\n")
+    assert bare_roots(sample) == {"app", "parsers"}
 
 
 def test_fixed_top_level_layout() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app.compare.offline import load_log
-from app.runs import list_runs
-from app.store.sqlite import SqliteStore
+from kvwatch.app.compare.offline import load_log
+from kvwatch.app.runs import list_runs
+from kvwatch.app.store.sqlite import SqliteStore
 from tests.compare.synth import THREE_CONFIGS, write_log
 from tests.ecosystem.repo import REPO, ComposeRunner
 from tests.fixtures.components import components_required, require_component
@@ -41,7 +41,8 @@ def docker_compose(tmp_path_factory: pytest.TempPathFactory) -> ComposeRunner:
     env_file = config_dir / "kvwatch.env"
     env_file.write_text("KVWATCH_TOKEN=test-token\nGF_SECURITY_ADMIN_PASSWORD=test-password\n")
 
-    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, env: dict[str, str] | None = None, file: Path = REPO / "docker-compose.yml",
+            ) -> subprocess.CompletedProcess[str]:
         full_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(config_dir),
@@ -50,8 +51,8 @@ def docker_compose(tmp_path_factory: pytest.TempPathFactory) -> ComposeRunner:
             **(env or {}),
         }
         return subprocess.run(
-            [docker, "compose", "-f", str(REPO / "docker-compose.yml"), *args],
-            cwd=REPO, env=full_env, capture_output=True, text=True, timeout=60, check=False,
+            [docker, "compose", "-f", str(file), *args],
+            cwd=file.parent, env=full_env, capture_output=True, text=True, timeout=60, check=False,
         )
 
     return run

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,3 +98,19 @@ def test_observability_mounts_files_kept_in_the_repo(docker_compose: ComposeRunn
                 assert (REPO / mount["source"]).exists(), mount
     assert services["grafana"]["depends_on"]["prometheus"]["condition"] == "service_healthy"
     assert services["prometheus"]["depends_on"]["kvwatch"]["condition"] == "service_healthy"
+
+
+def test_config_validates_on_a_fresh_clone_without_an_env_file(docker_compose: ComposeRunner, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "docker-compose.yml").write_text((REPO / "docker-compose.yml").read_text())
+    (clone / "kvwatch.toml").write_text("")
+    result = docker_compose("config", "--format", "json", env={"KVWATCH_ENV_FILE": ""},
+                            file=clone / "docker-compose.yml")
+    assert result.returncode == 0, result.stderr
+    kvwatch = json.loads(result.stdout)["services"]["kvwatch"]
+    # No token reaches the container, and the image's command binds 0.0.0.0, which `serve` refuses
+    # without a token (the bind rule is tested in tests/app).
+    assert "KVWATCH_TOKEN" not in (kvwatch.get("environment") or {})
+    dockerfile = (REPO / "app/container/Dockerfile").read_text()
+    assert re.search(r'^CMD \[.*"--host", "0\.0\.0\.0"\]', dockerfile, flags=re.M)

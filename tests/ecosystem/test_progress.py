@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.progress import Progress
+from kvwatch.app.progress import Progress
 from tests.ecosystem.processes import DECODE
 from tests.ecosystem.repo import REPO
 
@@ -51,7 +51,8 @@ def test_parse_of_a_large_file_shows_progress_on_a_terminal(tmp_path: Path) -> N
     log.write_text(line * 60_000)  # ~9 MB: several of parse's 4 MiB blocks
     primary, secondary = os.openpty()
     try:
-        done = subprocess.run([sys.executable, "-m", "app", "parse", "-o", str(tmp_path / "out.jsonl"), str(log)],
+        done = subprocess.run([sys.executable, "-m", "kvwatch.app", "parse", "-o", str(tmp_path / "out.jsonl"),
+                               str(log)],
                               stdout=subprocess.DEVNULL, stderr=secondary, cwd=REPO, timeout=300, check=False)
         os.close(secondary)
         shown = b""
@@ -75,6 +76,6 @@ def test_parse_of_a_large_file_shows_progress_on_a_terminal(tmp_path: Path) -> N
 def test_parse_into_a_pipe_shows_no_progress(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text(DECODE.format(ts="2026-02-24 12:00:00", running=1, token=1, usage=0.5, tps=1.0, queue=0) * 1000)
-    done = subprocess.run([sys.executable, "-m", "app", "parse", str(log)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "kvwatch.app", "parse", str(log)], capture_output=True, text=True,
                           cwd=REPO, timeout=120, check=False)
     assert done.returncode == 0 and "\r" not in done.stderr and len(done.stdout.splitlines()) == 1000

@@ -7,12 +7,13 @@ import sys
 
 import pytest
 
-from simulator import flags
+from kvwatch.simulator import flags
 from tests.simulator.helpers import REPO
 
 
 def test_unknown_flag_exits_2_with_sglangs_usage() -> None:
-    done = subprocess.run([sys.executable, "-m", "simulator.server", "--model-path", "/m", "--no-such-flag", "1"],
+    argv = [sys.executable, "-m", "kvwatch.simulator.server", "--model-path", "/m", "--no-such-flag", "1"]
+    done = subprocess.run(argv,
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.startswith("usage: launch_server.py")

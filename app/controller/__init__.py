@@ -1,0 +1,1 @@
+"""Restarting a host's server with a validated config, over SSH."""
