@@ -17,6 +17,7 @@ import numpy as np
 from kvwatch.app.alerts import alerts_view
 from kvwatch.app.api.derived import RATE_WINDOW_S, eta, trailing_rate
 from kvwatch.app.config import HostConfig
+from kvwatch.app.flags.schema import FlagError, Schema, bundled_versions, load_bundled
 from kvwatch.app.pipeline.heartbeat import stored_health
 from kvwatch.app.runs import list_runs
 from kvwatch.app.services import Services
@@ -26,6 +27,8 @@ NOW_METRICS = ("gen_throughput", "token_usage", "running_req", "queue_req")
 MEAN_WINDOW_S = 300.0  # "5-min mean" of generation throughput
 CLIENT_SILENT_S = 120.0  # a progress bar quiet this long while outputs grow is flagged
 ALERT_FIELDS = ("rule", "state", "since", "value", "severity", "title", "summary")
+# Name the model or switch on reporting rather than choose a configuration.
+NOT_DEFINING = frozenset({"model-path", "tokenizer-path", "served-model-name", "enable-metrics"})
 
 
 def latest_values(store: Store, host: str) -> tuple[dict[str, float | None], dict[str, float]]:
@@ -85,13 +88,42 @@ def client_progress(store: Store, host: str, health: dict[str, Any], now: float)
     }
 
 
-def current_run(store: Store, host: str) -> dict[str, Any] | None:
-    runs = list_runs(store, host)
+def flag_schema(host: HostConfig) -> Schema | None:
+    """The bundled schema the host's controller is pinned to, else the newest bundled one."""
+    pinned = (host.tables.get("restart") or {}).get("flags_schema")
+    versions = bundled_versions()
+    version = pinned if pinned in versions else (versions[-1] if versions else None)
+    return None if version is None else load_bundled(version)
+
+
+def defining_flags(flags: dict[str, Any], schema: Schema | None) -> dict[str, Any]:
+    """The flags that make this config this config: values other than SGLang's default. SGLang logs
+    every argument at start (about 500); flags the schema does not know are left out, as are the model."""
+    if schema is None:
+        return {k: v for k, v in flags.items() if k not in NOT_DEFINING}
+    chosen = {}
+    for name, value in flags.items():
+        try:
+            default = schema.option(name).default
+        except KeyError:
+            continue
+        if name not in NOT_DEFINING and value != default and not (default is None and value in (None, False)):
+            chosen[name] = value
+    return chosen
+
+
+def current_run(store: Store, host: HostConfig) -> dict[str, Any] | None:
+    runs = list_runs(store, host.name)
     if not runs:
         return None
     run = runs[-1]
-    return {"id": run.id, "flags": run.flags, "state": run.state, "started_at": run.started_at,
-            "ready_at": run.ready_at, "ended_at": run.ended_at, "capacity": run.capacity}
+    try:
+        schema = flag_schema(host)
+    except FlagError:
+        schema = None
+    return {"id": run.id, "flags": run.flags, "defining_flags": defining_flags(run.flags, schema),
+            "state": run.state, "started_at": run.started_at, "ready_at": run.ready_at, "ended_at": run.ended_at,
+            "capacity": run.capacity}
 
 
 def host_health(services: Services, host: str) -> dict[str, Any]:
@@ -113,7 +145,7 @@ def host_status(services: Services, host: HostConfig, now: float) -> dict[str, A
     alerts = [a for a in alerts_view(services, host.name, 0.0) if a.get("state") in ("pending", "firing")]
     return {
         "host": host.name,
-        "run": current_run(store, host.name),
+        "run": current_run(store, host),
         **values,
         "completions": None if newest_count is None else newest_count[1],
         "completion_rate": rate,

@@ -16,10 +16,6 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-# Flags that name the model or the process rather than choose a configuration to compare.
-NOT_DEFINING = frozenset(
-    {"model-path", "tokenizer-path", "served-model-name", "enable-metrics", "log-level", "trust-remote-code"}
-)
 SATURATED = 0.95  # the token-usage level the default alert rule calls saturation
 RED, YELLOW, BOLD, RESET = "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 
@@ -55,11 +51,11 @@ def clock(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def defining_flags(flags: dict[str, Any]) -> str:
+def flag_words(flags: dict[str, Any]) -> str:
     """`--mem-fraction-static 0.88 --enable-hierarchical-cache ...`, as they would be typed."""
     words = []
     for name, value in flags.items():
-        if name in NOT_DEFINING or value is False or value is None:
+        if value is False or value is None:
             continue
         words.append(f"--{name}" if value is True else f"--{name} {value}")
     return " ".join(words) or "(defaults)"
@@ -71,7 +67,8 @@ def run_lines(status: dict[str, Any]) -> list[str]:
         return ["  run      none detected yet"]
     since = run.get("started_at")
     age = "" if since is None else f" for {duration(status['as_of'] - since)}"
-    flags = defining_flags(run.get("flags") or {})
+    # The server picks the flags that differ from SGLang's defaults; all of them from an older kvwatch.
+    flags = flag_words(run.get("defining_flags", run.get("flags")) or {})
     return [f"  run      {run['id']}  {run.get('state', '?')}{age}", f"  config   {flags}"]
 
 
@@ -79,7 +76,10 @@ def server_line(status: dict[str, Any], colour: bool) -> str:
     usage = status.get("token_usage")
     usage_text = paint(number(usage, 2), RED, colour and usage is not None and usage >= SATURATED)
     times = [t for k, t in (status.get("sampled_at") or {}).items() if k in ("gen_throughput", "token_usage")]
-    age = f"  ({duration(status['as_of'] - max(times))} ago)" if times else "  (no samples yet)"
+    started = (status.get("run") or {}).get("started_at")
+    # A run still starting has logged no batch yet: the newest numbers are the previous run's.
+    earlier = ", before this run started" if times and started is not None and max(times) < started else ""
+    age = f"  ({duration(status['as_of'] - max(times))} ago{earlier})" if times else "  (no samples yet)"
     return (
         f"  server   {number(status.get('gen_throughput'), 1)} tok/s"
         f" (5-min mean {number(status.get('gen_throughput_mean_5min'), 1)})"

@@ -12,6 +12,8 @@ SATURATED: dict[str, Any] = {
         "id": "gpu1-20260225T060000",
         "flags": {"model-path": "/models/Kimi-K2.5", "tp-size": 8, "mem-fraction-static": 0.88,
                   "enable-hierarchical-cache": True, "hicache-size": 48, "enable-metrics": True},
+        "defining_flags": {"tp-size": 8, "mem-fraction-static": 0.88, "enable-hierarchical-cache": True,
+                           "hicache-size": 48},
         "state": "running",
         "started_at": AS_OF - 800.0,
         "ready_at": AS_OF - 760.0,

@@ -65,7 +65,7 @@ def test_status_json_has_every_field_and_the_numbers_of_the_series(demo: Demo) -
         t = status["sampled_at"][metric]
         series = demo.get(f"/api/series?host=demo&metric={metric}&since={t - 30}&until={t}")
         assert series["points"][-1] == [t, pytest.approx(status[metric], rel=1e-12)], metric
-    assert status["token_usage"] > 0.9 and status["running_req"] > 0 and status["gen_throughput"] > 0
+    assert 0 <= status["token_usage"] <= 1 and status["running_req"] >= 0 and status["gen_throughput"] >= 0
     assert status["completions"] == sum(status["completions_by_dataset"].values())
     assert status["eta_s"] is None or status["eta_s"] > 0
     assert status["verdict"] == _diagnosis_verdict(demo)
@@ -92,7 +92,7 @@ def test_plain_status_is_one_block_without_escape_codes(demo: Demo) -> None:
     assert lines[1].startswith(f"  run      {run_id}  running for ")
     assert lines[2].startswith("  config   ") and "--mem-fraction-static 0.88" in lines[2]
     assert "--enable-hierarchical-cache" in lines[2] and "--model-path" not in lines[2]
-    assert lines[3].startswith("  server   ") and " tok/s (5-min mean " in lines[3] and "  KV 0.9" in lines[3]
+    assert lines[3].startswith("  server   ") and " tok/s (5-min mean " in lines[3] and "  KV 0." in lines[3]
     assert any(line.startswith("  client   ") for line in lines)
     outputs = next(line for line in lines if line.startswith("  outputs  "))
     assert "B2_opencodeinstruct" in outputs or "B6" in outputs
@@ -108,7 +108,7 @@ def test_watch_redraws_in_place_on_a_terminal(demo: Demo) -> None:
                             start_new_session=True)
     os.close(terminal)
     try:
-        screen = _read_until(controller, lambda text: text.count("\x1b[H") >= 3, timeout=60)
+        screen = _read_until(controller, lambda text: text.count("\x1b[H") >= 4, timeout=60)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 130
     finally:
@@ -117,8 +117,8 @@ def test_watch_redraws_in_place_on_a_terminal(demo: Demo) -> None:
             proc.wait()
         os.close(controller)
     assert screen.startswith("\x1b[2J\x1b[H") and screen.count("\x1b[2J") == 1
-    frames = screen.split("\x1b[H")[1:]
-    assert all("  server   " in frame and frame.endswith("\x1b[J") for frame in frames[:3])
+    frames = screen.split("\x1b[H")[1:4]  # three whole frames (a fourth has begun)
+    assert all("  server   " in frame and frame.endswith("\x1b[J") for frame in frames)
     assert "\x1b[1mdemo\x1b[0m  as of " in frames[0]  # colour on a terminal
     assert "\x1b[K\r\n" in frames[0]  # each line cleared to its end (the pty turns \n into \r\n)
 

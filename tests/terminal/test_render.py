@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvwatch.app.terminal.render import defining_flags, duration, render_all, render_block
+from kvwatch.app.terminal.render import duration, flag_words, render_all, render_block
 from tests.terminal.answers import EMPTY, SATURATED
 
 
@@ -67,8 +67,21 @@ def test_durations() -> None:
         "?", "0 s", "1m00s", "1m01s", "59m59s", "3h05m", "3d01h"]
 
 
-def test_defining_flags_leave_out_the_model_and_switches_that_are_off() -> None:
-    flags = {"model-path": "/m", "kv-cache-dtype": "fp8_e4m3", "enable-hierarchical-cache": True,
-             "disable-radix-cache": False}
-    assert defining_flags(flags) == "--kv-cache-dtype fp8_e4m3 --enable-hierarchical-cache"
-    assert defining_flags({"model-path": "/m"}) == "(defaults)"
+def test_flags_as_typed_leave_out_switches_that_are_off() -> None:
+    flags = {"kv-cache-dtype": "fp8_e4m3", "enable-hierarchical-cache": True, "disable-radix-cache": False,
+             "max-running-requests": None}
+    assert flag_words(flags) == "--kv-cache-dtype fp8_e4m3 --enable-hierarchical-cache"
+    assert flag_words({}) == "(defaults)"
+
+
+def test_an_older_kvwatch_without_defining_flags_shows_every_flag() -> None:
+    run = {key: value for key, value in SATURATED["run"].items() if key != "defining_flags"}
+    config = render_block({**SATURATED, "run": run}).splitlines()[2]
+    assert config == ("  config   --model-path /models/Kimi-K2.5 --tp-size 8 --mem-fraction-static 0.88 "
+                      "--enable-hierarchical-cache --hicache-size 48 --enable-metrics")
+
+
+def test_numbers_older_than_the_run_say_so() -> None:
+    starting = {**SATURATED, "run": {**SATURATED["run"], "started_at": SATURATED["as_of"] - 2.0,
+                                      "ready_at": None, "state": "starting"}}
+    assert render_block(starting).splitlines()[3].endswith("queue 79  (3 s ago, before this run started)")

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from kvwatch.app.api.host_status import defining_flags
 from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.flags.schema import load_bundled
 from kvwatch.app.main import create_app
 from kvwatch.app.pipeline.batches import BatchBuilder
 from kvwatch.app.services import Services
@@ -79,6 +81,8 @@ def test_status_of_a_saturated_run(client: TestClient, services: Services) -> No
     assert body["host"] == "gpu1"
     assert body["run"]["flags"]["mem-fraction-static"] == 0.88 and body["run"]["state"] == "running"
     assert body["run"]["ready_at"] == T0 + 40
+    assert body["run"]["defining_flags"] == {"tp-size": 8, "mem-fraction-static": 0.88,
+                                             "enable-hierarchical-cache": True, "hicache-size": 48}
     assert (body["gen_throughput"], body["token_usage"], body["running_req"], body["queue_req"]) == (
         1290.0, 0.96, 72.0, 79.0)
     assert body["sampled_at"]["gen_throughput"] == T0 + 440
@@ -111,3 +115,28 @@ def test_steady_is_compares_window(client: TestClient, services: Services) -> No
     compare = client.get("/api/compare", params={"runs": run_id}).json()["runs"][0]["steady"]
     assert {k: short[k] for k in compare} == compare
     assert client.get("/api/runs/nope/steady").status_code == 404
+
+
+def test_a_long_even_run_is_steady_by_the_same_window_compare_uses(client: TestClient, services: Services) -> None:
+    # Ready, then 15 min of decode lines every 2 s that only wobble: steady after a short warm-up.
+    lines = [ARGS.format(ts=stamp(T0)), READY.format(ts=stamp(T0 + 40))]
+    lines += [DECODE.format(ts=stamp(T0 + 50 + 2 * i), running=70 + i % 5, usage=0.95 + (i % 3) / 100,
+                            tps=920 + (i * 7) % 20) for i in range(450)]
+    feed_server_log(services, lines)
+    run_id = client.get("/api/runs", params={"host": "gpu1"}).json()[-1]["id"]
+    window = client.get(f"/api/runs/{run_id}/steady").json()
+    assert window["status"] == "steady" and window["duration_s"] >= 300
+    compare = client.get("/api/compare", params={"runs": run_id}).json()["runs"][0]["steady"]
+    assert {k: window[k] for k in compare} == compare
+    stricter = client.get(f"/api/runs/{run_id}/steady", params={"min_steady": 3600}).json()
+    assert stricter["status"] == "too_short"
+
+
+def test_defining_flags_are_the_ones_off_sglangs_defaults() -> None:
+    schema = load_bundled("0.5.23")
+    logged = {"model-path": "/m", "tp-size": 8, "mem-fraction-static": 0.88, "kv-cache-dtype": "auto",
+              "enable-hierarchical-cache": True, "disable-radix-cache": False, "hicache-size": 48,
+              "enable-metrics": True, "not-a-flag-of-this-version": 3, "max-running-requests": None}
+    assert defining_flags(logged, schema) == {"tp-size": 8, "mem-fraction-static": 0.88,
+                                              "enable-hierarchical-cache": True, "hicache-size": 48}
+    assert defining_flags({"model-path": "/m", "x": 1}, None) == {"x": 1}
