@@ -81,4 +81,5 @@ def progress_note(condition: Condition, status: dict[str, Any], steady: dict[str
     if condition.kind == "alert":
         states = [f"{a.get('rule')} {a.get('state')}" for a in status.get("alerts") or []]
         return "alerts: " + (", ".join(states) or "none")
-    return f"completions: {status.get('completions')}"
+    done = status.get("completions")
+    return f"completions: {int(done) if isinstance(done, float) and done.is_integer() else done}"

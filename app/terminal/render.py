@@ -120,7 +120,7 @@ def alert_lines(status: dict[str, Any], colour: bool) -> list[str]:
     alerts = status.get("alerts") or []
     if not alerts:
         return ["  alerts   none"]
-    lines = []
+    lines: list[str] = []
     for alert in alerts:
         firing = alert.get("state") == "firing"
         state = paint(str(alert.get("state", "?")).upper(), RED if firing else YELLOW, colour)
@@ -128,7 +128,8 @@ def alert_lines(status: dict[str, Any], colour: bool) -> list[str]:
         shown = "" if not isinstance(value, int | float) else f" {value:.4g}"
         since = alert.get("since")
         age = "" if since is None else f" for {duration(status['as_of'] - since)}"
-        lines.append(f"  alerts   {state} {alert.get('rule')}{shown}{age}")
+        label = "  alerts   " if not lines else " " * 11
+        lines.append(f"{label}{state} {alert.get('rule')}{shown}{age}")
     return lines
 
 

@@ -69,4 +69,5 @@ def test_the_timeout_note_says_where_things_stand() -> None:
         "run gpu1-20260225T060000: settling gen_throughput still drifting")
     assert progress_note(Condition("ready"), EMPTY, None) == "no run yet"
     assert progress_note(Condition("alert"), SATURATED, None) == "alerts: token_usage_high firing"
-    assert progress_note(Condition("completions", count=9), SATURATED, None) == "completions: 1804.0"
+    assert progress_note(Condition("completions", count=9), SATURATED, None) == "completions: 1804"
+    assert progress_note(Condition("completions", count=9), EMPTY, None) == "completions: None"

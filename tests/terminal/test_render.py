@@ -50,6 +50,13 @@ def test_colour_only_when_asked_and_only_on_what_needs_attention() -> None:
     assert "KV 0.61" in calm
 
 
+def test_several_alerts_line_up_under_one_label() -> None:
+    second = {"rule": "queue_growing", "state": "firing", "since": SATURATED["as_of"] - 30.0, "value": 92.0}
+    lines = render_block({**SATURATED, "alerts": [*SATURATED["alerts"], second]}).splitlines()
+    assert lines[-2:] == ["  alerts   FIRING token_usage_high 0.97 for 4m10s",
+                          "           FIRING queue_growing 92 for 30 s"]
+
+
 def test_pending_alerts_and_a_reached_target() -> None:
     pending = {**SATURATED, "eta_s": 0.0, "alerts": [{"rule": "queue_growing", "state": "pending", "since": None,
                                                       "value": None}]}

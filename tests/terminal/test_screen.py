@@ -17,7 +17,7 @@ def test_a_frame_homes_clears_each_line_end_and_below() -> None:
 
 
 def test_watch_in_place_clears_the_screen_once() -> None:
-    out, waits = io.StringIO(), []
+    out, waits = io.StringIO(), list[float]()
     texts = iter(["one\n", "two\n", "three\n"])
     watch(lambda: next(texts), 1.5, out, in_place=True, sleep=waits.append, frames=3)
     assert out.getvalue() == frame("one\n", True) + frame("two\n", False) + frame("three\n", False)
