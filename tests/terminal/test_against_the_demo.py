@@ -123,6 +123,20 @@ def test_watch_redraws_in_place_on_a_terminal(demo: Demo) -> None:
     assert "\x1b[K\r\n" in frames[0]  # each line cleared to its end (the pty turns \n into \r\n)
 
 
+def test_watch_on_a_pipe_prints_one_json_document_a_line(demo: Demo) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "kvwatch.app", "status", "--host", "demo", "--json", "--watch",
+                             "0.5", "--url", demo.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO)
+    try:
+        assert proc.stdout is not None
+        documents = [json.loads(proc.stdout.readline()) for _ in range(3)]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert [d["host"] for d in documents] == ["demo"] * 3
+    assert documents[0]["as_of"] < documents[1]["as_of"] < documents[2]["as_of"]
+
+
 def _read_until(fd: int, done: Any, timeout: float) -> str:
     text, deadline = "", time.monotonic() + timeout
     while not done(text):
@@ -147,6 +161,15 @@ def test_wait_until_ready_and_until_steady(demo: Demo) -> None:
     assert window["status"] == "steady" and window["duration_s"] >= 300
     compared = demo.get(f"/api/compare?runs={run_id}")  # what the wait was for: compare has a number
     assert compared["runs"][0]["steady"]["status"] == "steady"
+
+
+def test_wait_until_the_token_usage_alert_fires(demo: Demo) -> None:
+    done = kvwatch("wait", "--host", "demo", "--until", "alert=token_usage_high", "--timeout", "120", "--json",
+                   "--url", demo.url, timeout=180)
+    assert done.returncode == 0, done.stderr
+    alerts = json.loads(done.stdout)["alerts"]
+    assert {"rule": "token_usage_high", "state": "firing"}.items() <= next(
+        a for a in alerts if a["rule"] == "token_usage_high").items()
 
 
 def test_wait_times_out_with_124_at_its_timeout(demo: Demo) -> None:
