@@ -138,7 +138,9 @@ def host_status(services: Services, host: HostConfig, now: float) -> dict[str, A
     newest_count = store.latest(host.name, "completions")
     rate = completion_rate_now(store, host.name, newest_count[0]) if newest_count else None
     if newest_count is not None:
-        sampled_at["completions"] = sampled_at["completion_rate"] = newest_count[0]
+        sampled_at["completions"] = newest_count[0]
+    if rate is not None and newest_count is not None:
+        sampled_at["completion_rate"] = newest_count[0]
     throughput_at = sampled_at.get("gen_throughput")
     progress = eta(store, host.name, host.target_completions, now)
     health = host_health(services, host.name)
