@@ -74,8 +74,14 @@ def run(args: argparse.Namespace) -> int:
         text = render_all(statuses, colour)
         return text if in_place or args.watch is None else text + "\n"
 
-    if args.watch is None:
-        sys.stdout.write(draw())
-        return 0
-    watch(draw, args.watch, sys.stdout, in_place=in_place)
+    try:
+        if args.watch is None:
+            sys.stdout.write(draw())
+            sys.stdout.flush()
+        else:
+            watch(draw, args.watch, sys.stdout, in_place=in_place)
+    except BrokenPipeError:
+        # The reader had enough (`kvwatch status --watch 1 | head`): not a failure. Python would
+        # complain again flushing stdout at exit; point it at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

@@ -137,6 +137,17 @@ def test_watch_on_a_pipe_prints_one_json_document_a_line(demo: Demo) -> None:
     assert documents[0]["as_of"] < documents[1]["as_of"] < documents[2]["as_of"]
 
 
+def test_a_reader_that_stops_reading_ends_the_watch_quietly(demo: Demo) -> None:
+    # `kvwatch status --watch 0.2 | head -3`
+    proc = subprocess.Popen([sys.executable, "-m", "kvwatch.app", "status", "--watch", "0.2", "--url", demo.url],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = [proc.stdout.readline() for _ in range(3)]
+    proc.stdout.close()
+    assert proc.wait(timeout=30) == 0
+    assert first[0].startswith("demo  as of ") and proc.stderr.read() == ""
+
+
 def _read_until(fd: int, done: Any, timeout: float) -> str:
     text, deadline = "", time.monotonic() + timeout
     while not done(text):
