@@ -36,10 +36,19 @@ def condition(text: str) -> Condition:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def seconds_or_zero(text: str) -> float:
+    """--timeout: 0 checks once (exit 0 or 124 at once)."""
+    try:
+        return 0.0 if float(text) == 0 else positive_seconds(text)
+    except ValueError:
+        return positive_seconds(text)  # names the bad value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", required=True, help="the host to watch")
     parser.add_argument("--until", required=True, type=condition, metavar="CONDITION", help=USAGE)
-    parser.add_argument("--timeout", type=positive_seconds, metavar="S", help="give up after S seconds: exit 124")
+    parser.add_argument("--timeout", type=seconds_or_zero, metavar="S",
+                        help="give up after S seconds: exit 124 (0: check once)")
     parser.add_argument("--interval", type=positive_seconds, default=DEFAULT_INTERVAL_S, metavar="S",
                         help=f"seconds between polls (default {DEFAULT_INTERVAL_S:g})")
     parser.add_argument("--json", action="store_true", help="print the status as JSON once met")
