@@ -16,17 +16,21 @@ from types import ModuleType
 
 from kvwatch.app.errors import KvwatchError
 
-COMMAND_NAMES: tuple[str, ...] = ("demo", "serve", "collect", "parse", "compare", "report", "export", "init")
+COMMAND_NAMES: tuple[str, ...] = (
+    "demo", "serve", "collect", "parse", "compare", "report", "export", "init", "status", "wait",
+)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 EPILOG = """\
 config: --config FILE, else ./kvwatch.toml, else $XDG_CONFIG_HOME/kvwatch/kvwatch.toml
         (`kvwatch init` writes a commented one from your ~/.ssh/config hosts)
 environment: KVWATCH_TOKEN  token for mutating endpoints (overrides server.token)
+             KVWATCH_URL    the kvwatch `status` and `wait` read (else the config's [server])
 
 exit codes:
   0    success
   1    runtime failure (a bug or an environment problem kvwatch could not name)
   2    usage or config error (one line on stderr names the option, file or field)
+  124  `kvwatch wait`: its --timeout passed before the condition held
   130  interrupted (Ctrl-C)
 
 `kvwatch COMMAND --help` describes each command."""

@@ -189,3 +189,12 @@ def _reject_unknown(table: dict[str, Any], allowed: frozenset[str], where: str, 
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise ConfigError(f"{where}: {label}{unknown[0]}: unknown key (allowed: {', '.join(sorted(allowed))})")
+
+
+def default_config_path() -> Path | None:
+    """The config commands read without --config: ./kvwatch.toml, then $XDG_CONFIG_HOME/kvwatch/kvwatch.toml."""
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config"))
+    for candidate in (Path("kvwatch.toml"), xdg / "kvwatch" / "kvwatch.toml"):
+        if candidate.is_file():
+            return candidate
+    return None

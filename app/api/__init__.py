@@ -4,7 +4,20 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from kvwatch.app.api import alerts, compare, events, export, hosts, metrics, restart, runs, series, stream
+from kvwatch.app.api import (
+    alerts,
+    compare,
+    events,
+    export,
+    hosts,
+    metrics,
+    restart,
+    runs,
+    series,
+    status,
+    steady,
+    stream,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     hosts.router,
@@ -17,4 +30,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     metrics.router,
     stream.router,
     restart.router,
+    status.router,
+    steady.router,
 )

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-from kvwatch.app.config import Config, load_config
+from kvwatch.app.config import Config, default_config_path, load_config
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.runner import serve
 
 NAME = "serve"
 HELP = "collect from the hosts in kvwatch.toml and serve the dashboard"
-
-
-def default_config_path() -> Path | None:
-    """./kvwatch.toml, then $XDG_CONFIG_HOME/kvwatch/kvwatch.toml."""
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config"))
-    for candidate in (Path("kvwatch.toml"), xdg / "kvwatch" / "kvwatch.toml"):
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,82 @@
+"""A real `kvwatch demo` subprocess on a free port, and `kvwatch status|wait` run against it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.fixtures.web import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+SPEED = 4.0  # simulated seconds per real second: the saturating run is minutes old within ~20 s
+START_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Demo:
+    url: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + path, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+
+def kvwatch(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m kvwatch.app ARGS` to completion, stdout and stderr captured."""
+    return subprocess.run([sys.executable, "-m", "kvwatch.app", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, env=env, check=False)
+
+
+@contextmanager
+def running_demo(workdir: Path) -> Iterator[Demo]:
+    """`kvwatch demo --no-browser` in its own session, stopped (by its process group) at the end."""
+    port = free_port()
+    log = workdir / "demo.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kvwatch.app", "demo", "--no-browser", "--port", str(port),
+             "--workdir", str(workdir / "world"), "--speed", str(SPEED)],
+            cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    demo = Demo(f"http://127.0.0.1:{port}", proc, log)
+    try:
+        wait_until(demo, lambda: demo.get("/api/hosts"), "the demo to answer")
+        yield demo
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def wait_until(demo: Demo, check: Any, what: str, timeout: float = START_TIMEOUT_S) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        assert demo.proc.poll() is None, f"kvwatch demo exited {demo.proc.returncode}:\n{demo.tail()}"
+        try:
+            found = check()
+            if found:
+                return found
+        except OSError:  # still starting
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}:\n{demo.tail()}")
+        time.sleep(0.5)
