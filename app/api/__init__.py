@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from kvwatch.app.api import alerts, compare, events, export, hosts, metrics, restart, runs, series, stream
+from kvwatch.app.api import alerts, catalog, compare, events, export, hosts, metrics, restart, runs, series, stream
 
 ROUTERS: tuple[APIRouter, ...] = (
     hosts.router,
     series.router,
+    catalog.router,
     events.router,
     runs.router,
     compare.router,
