@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from kvwatch.app.metrics_catalog.combine import combine, live_parts, part_kind, silence_limit
 from kvwatch.app.metrics_catalog.entries import CATALOG, Extra, MetricInfo, Rule, info
-from kvwatch.app.metrics_catalog.labels import describe, parts_of
+from kvwatch.app.metrics_catalog.labels import catalog_help, describe, parts_of
 
 __all__ = [
     "CATALOG",
     "Extra",
     "MetricInfo",
     "Rule",
+    "catalog_help",
     "combine",
     "describe",
     "info",

@@ -40,6 +40,7 @@ class MetricInfo:
     drops_silent: bool = True
     base: str | None = None  # an extra's own entry names the series it is derived from
     known: bool = True  # False: not in the catalog, rule guessed from the name
+    rank_parts: str = "dp"  # what `over_ranks` combines: DP ranks, or output files ("file")
 
     def rule_for(self, part_kind: str) -> Rule:
         return self.over_gpus if part_kind == "gpu" else self.over_ranks
@@ -80,8 +81,9 @@ _ENTRIES: tuple[MetricInfo, ...] = (
     _e("accept_rate", "ratio", "speculative acceptance rate", "weighted_mean", **_ACCEPT),
     _e("prefix_cache_hit_rate", "ratio", "prefix cache hit rate", "mean"),
     _e("completions", "requests", "completions (output file lines)", "sum", "chart-completions",
-       drops_silent=False),
-    _e("completion_rate", "1/s", "completions per second", "sum", "chart-completions", drops_silent=False),
+       drops_silent=False, rank_parts="file"),
+    _e("completion_rate", "1/s", "completions per second", "sum", "chart-completions", drops_silent=False,
+       rank_parts="file"),
     _e("client_done", "requests", "client progress: done", "sum", drops_silent=False),
     _e("client_total", "requests", "client progress: total", "sum", drops_silent=False),
     _e("gpu_util_pct", "%", "GPU utilisation", "mean", "chart-gpu-util", extras=_PER_GPU_HOT),

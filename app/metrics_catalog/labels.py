@@ -48,3 +48,18 @@ def describe(metric: str, ranks: Sequence[str], rank: str = "") -> dict[str, Any
     rule = entry.rule_for(kind)
     return {"rule": rule, "over": kind, "parts": count, "label": rule_words(entry, rule, kind, count),
             "unit": entry.unit}
+
+
+def catalog_help(metric: str, per_part: str = "", unit: str | None = None) -> str:
+    """A one-line description for /metrics HELP: label, unit and how the host value combines parts."""
+    entry = info(metric)
+    unit = entry.unit if unit is None else unit
+    shown = f" ({unit})" if unit else ""
+    if per_part:
+        return f"{entry.label}{shown}, one series per {per_part}"
+    ranks, gpus = entry.over_ranks, entry.over_gpus
+    words = RULE_WORDS[ranks].split()[0]
+    text = f"{entry.label}{shown}; host value: {words} over {PART_NAMES[entry.rank_parts][1]}"
+    if gpus != ranks:
+        text += f", {RULE_WORDS[gpus].split()[0]} over GPUs"
+    return text
