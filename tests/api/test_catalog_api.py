@@ -3,6 +3,8 @@ from the pipeline's aggregation (BatchBuilder), stored and read back through the
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi.testclient import TestClient
 
 from kvwatch.app.pipeline.batches import BatchBuilder
@@ -18,10 +20,10 @@ def ingest(services: Services, source: str, samples: list[Sample], host: str = "
     services.store.commit(batch)
 
 
-def series(client: TestClient, **params: object) -> dict[str, object]:
+def series(client: TestClient, **params: object) -> dict[str, Any]:
     response = client.get("/api/series", params={"host": "gpu1", **params})
     assert response.status_code == 200, response.text
-    body: dict[str, object] = response.json()
+    body: dict[str, Any] = response.json()
     return body
 
 
@@ -34,20 +36,20 @@ def test_dp_ranks_sum_max_and_weighted_mean_with_labels(client: TestClient, serv
     ingest(services, "server_log", samples)
     running = series(client, metric="running_req")
     assert running["host"] == "gpu1" and running["metric"] == "running_req"
-    assert running["points"][-1] == [2.0, 100.0]  # type: ignore[index]
+    assert running["points"][-1] == [2.0, 100.0]
     assert running["label"] == "sum over 4 DP ranks"
     assert running["combine"] == {"rule": "sum", "over": "dp", "parts": 4, "label": "sum over 4 DP ranks",
                                   "unit": "requests"}
     usage = series(client, metric="token_usage")
-    assert usage["points"][-1][1] == 0.5  # type: ignore[index]
+    assert usage["points"][-1][1] == 0.5
     assert usage["label"] == "max of 4 DP ranks"
     rate = series(client, metric="accept_rate")
-    assert rate["points"][-1][1] == 0.7  # type: ignore[index]
+    assert rate["points"][-1][1] == 0.7
     length = series(client, metric="accept_len")
-    assert abs(length["points"][-1][1] - 3.2) < 1e-9  # type: ignore[index]
+    assert abs(length["points"][-1][1] - 3.2) < 1e-9
     assert length["label"] == "mean of 4 DP ranks, weighted by running requests"
     one = series(client, metric="token_usage", rank="DP3")
-    assert one["points"] == [[1.0, 0.5], [2.0, 0.5]]  # type: ignore[attr-defined]
+    assert one["points"] == [[1.0, 0.5], [2.0, 0.5]]
     assert one["label"] == "DP3 only"
 
 
@@ -59,13 +61,13 @@ def test_gpus_mean_hottest_per_gpu_and_memory_total(client: TestClient, services
                     Sample("gpu_mem_used_mib", f"GPU{gpu}", 5.0, 130_000.0)]
     ingest(services, "gpu", samples)
     temp = series(client, metric="gpu_temp_c")
-    assert temp["points"][-1] == [5.0, 62.0]  # type: ignore[index]
+    assert temp["points"][-1] == [5.0, 62.0]
     assert temp["label"] == "mean of 8 GPUs"
     hottest = series(client, metric="gpu_temp_c_max")
-    assert hottest["points"][-1] == [5.0, 76.0]  # type: ignore[index]
+    assert hottest["points"][-1] == [5.0, 76.0]
     assert hottest["label"] == "max of 8 GPUs"
     util = series(client, metric="gpu_util_pct")
-    assert util["points"][-1] == [5.0, 93.5]  # type: ignore[index]
+    assert util["points"][-1] == [5.0, 93.5]
     assert series(client, metric="gpu_util_pct", gpu=3)["points"] == [[5.0, 93.0]]
     assert series(client, metric="gpu_util_pct", gpu=3)["label"] == "GPU3 only"
     memory = series(client, metric="gpu_mem_used_mib")
@@ -83,7 +85,7 @@ def test_silent_rank_leaves_the_host_series(client: TestClient, services: Servic
             samples.append(Sample("gen_throughput", "DP3", t, 100.0))
     ingest(services, "server_log", samples)
     # each time's last host sample: the one written after every rank of that time was heard
-    points = dict((t, v) for t, v in series(client, metric="gen_throughput")["points"])  # type: ignore[attr-defined]
+    points = dict((t, v) for t, v in series(client, metric="gen_throughput")["points"])
     assert points[1008.0] == 400.0
     assert points[1018.0] == 400.0  # 10 s silent: the floor, still counted
     assert points[1020.0] == 300.0
