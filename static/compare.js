@@ -102,6 +102,7 @@ function cell(row, i, baseIndex) {
   const noise = row.within_noise[i];
   const td = el("td", { "data-status": status || "" }, el("span", { class: "value", text: number(row.values[i]) }));
   if (row.source && row.source[i]) td.title = `from ${row.source[i]}`;
+  if (row.combine && row.combine[i]) td.title = row.combine[i];  // "sum over 4 DP ranks" (metric catalog)
   if (i !== baseIndex && change !== null && change !== undefined) {
     td.append(el("span", { class: noise ? "change noise" : "change", text: ` ${change > 0 ? "+" : ""}${change.toFixed(1)}%` }));
     if (noise) td.append(el("span", { class: "noise-mark", title: "within noise", text: " ≈" }));

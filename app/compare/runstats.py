@@ -11,6 +11,7 @@ import numpy as np
 from kvwatch.app.compare.grid import FloatArray, grid_step, on_grid
 from kvwatch.app.compare.stats import Summary, summarize_level, summarize_rate
 from kvwatch.app.compare.steady import STEADY_METRICS, SteadyWindow, find_window, manual_window
+from kvwatch.app.metrics_catalog import describe
 from kvwatch.app.runs.model import Run
 from kvwatch.app.store.base import Store
 from kvwatch.app.store.coverage import SeriesWindow, read_window
@@ -52,6 +53,8 @@ class RunStats:
     rate_source: str | None = None
     # The RATE_SOURCES metrics that moved inside the steady window: compare picks one all runs have.
     rate_sources: list[str] = field(default_factory=list)
+    # Per level metric: what the host series combines, in the metric catalog's words ("sum over 4 DP ranks").
+    combine: dict[str, str] = field(default_factory=dict)
     # Per metric (and "completion_rate"): data before this time came from 10 s rollup buckets, because
     # retention pruned the raw samples (app/store/coverage.py); -inf: raw samples throughout.
     rollup_until: dict[str, float] = field(default_factory=dict)
@@ -165,6 +168,7 @@ def compute_run_stats(
     elif _ended(run):  # an ended run's window will not grow: no "yet"
         window = replace(window, message=ended_message(window.message))
     stats = RunStats(run, window, step, end)
+    stats.combine = {m: describe(m, store.ranks(run.host, m))["label"] for m in STEADY_METRICS}
     stats.rollup_until = {m: w.raw_from for m, w in series.items() if not w.empty}
     if not stats.window.ok:
         return stats

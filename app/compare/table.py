@@ -115,6 +115,8 @@ def build_row(spec: RowSpec, stats: list[RunStats], baseline: int) -> dict[str, 
         status_text(st, s.run.state in ("ended", "failed")) if v is None else None
         for st, s, v in zip(status, stats, values, strict=True)
     ]
+    if spec.kind == "level":  # the host series each value summarises (app/metrics_catalog)
+        row["combine"] = [s.combine.get(spec.metric) for s in stats]
     if spec.kind == "rate":
         _mark_sources(row, stats, baseline)
     _mark_rollup(row, spec, stats, summaries)

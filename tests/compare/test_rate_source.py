@@ -66,6 +66,8 @@ def test_runs_with_different_sources_use_the_one_they_share_and_name_it(
     for value, spec in zip(row["values"], SPECS, strict=True):
         assert value == pytest.approx(spec.truth.completion_rate, rel=0.15)  # not the files' 2/s
     assert row["change_pct"][1] > 0  # 0.23/s against 0.17/s: the right direction
+    gen = next(r for r in result["rows"] if r["metric"] == "gen_throughput")
+    assert gen["combine"] == ["as logged (one series)"] * 2  # one server line per step: no DP ranks
     markdown = render(result, "markdown")
     assert f"completions/s from: every run: {ADMISSIONS}." in markdown
     assert ADMISSIONS in render(result, "csv").splitlines()[-1]
