@@ -29,7 +29,8 @@ def get_catalog(services: ServicesDep, host: str | None = None) -> dict[str, Any
     return out
 
 
-def host_combine(store: Store, host: str, metric: str, rank: str = "") -> dict[str, Any]:
-    """What the host series of `metric` shows: its parts are those stored for the series it derives from."""
-    base = info(metric).base or metric
+def host_combine(store: Store, host: str, metric: str, rank: str = "", parts_from: str | None = None) -> dict[str, Any]:
+    """What the host series of `metric` shows: its parts are those stored for the series it derives
+    from (`parts_from`, else the catalog's base: `gpu_temp_c` for `gpu_temp_c_max`)."""
+    base = parts_from or info(metric).base or metric
     return describe(metric, store.ranks(host, base), rank)

@@ -57,7 +57,7 @@ def get_series(
         (t, v), width = read_points(services.store, host, metric, rank=rank, since=since, until=until,
                                     max_points=max_points)
         points = as_pairs(*downsample(t, v, max_points))
-    combined = host_combine(services.store, host, DERIVED.get(metric, metric), rank)
+    combined = host_combine(services.store, host, metric, rank, parts_from=DERIVED.get(metric))
     out: dict[str, Any] = {"host": host, "metric": metric, "rank": rank, "points": points,
                            "resolution_s": width, "combine": combined, "label": combined["label"],
                            "unit": info(metric).unit}

@@ -114,3 +114,16 @@ def test_metrics_and_export_label_from_the_catalog(client: TestClient, services:
     assert 'kvwatch_series_parts{combine="mean of 8 GPUs",host="gpu1",metric="gpu_util_pct"} 8.0' in text
     exported = client.get("/api/export", params={"host": "gpu1", "metric": ["running_req", "gpu_util_pct"]})
     assert exported.headers["x-kvwatch-combine"] == "running_req=sum over 4 DP ranks; gpu_util_pct=mean of 8 GPUs"
+
+
+def test_completion_rate_counts_its_output_files(client: TestClient, services: Services) -> None:
+    builder = BatchBuilder("gpu1")
+    for path in ("/p/A/raw_responses.jsonl", "/p/B/raw_responses.jsonl"):
+        batch = Batch("gpu1", "outputs", path)
+        builder.add_samples(batch, [Sample("completions", path, float(t), float(t)) for t in range(0, 120, 2)])
+        services.store.commit(batch)
+    done = series(client, metric="completions")
+    assert done["points"][-1][1] == 236.0 and done["label"] == "sum over 2 output files"
+    rate = series(client, metric="completion_rate")
+    assert rate["label"] == "sum over 2 output files"
+    assert rate["unit"] == rate["combine"]["unit"] == "1/s"

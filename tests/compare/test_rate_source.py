@@ -6,12 +6,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
-from kvwatch.app.compare import compare_runs, render
+from kvwatch.app.compare import RunStats, compare_runs, render
 from kvwatch.app.compare.offline import load_logs
 from kvwatch.app.compare.sources import common_source, status_text
+from kvwatch.app.compare.stats import Summary
+from kvwatch.app.compare.steady import SteadyWindow
+from kvwatch.app.compare.table import comparison
 from kvwatch.app.runs import list_runs
+from kvwatch.app.runs.model import Run
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.app.store.sqlite import SqliteStore
 from tests.compare.synth import THREE_CONFIGS, write_log
@@ -101,3 +106,25 @@ def test_status_text_words() -> None:
     assert status_text("too_short", ended=True) == "not enough steady data (the run has ended)"
     assert status_text("settling", ended=False) == "not enough steady data yet"
     assert status_text("no_data", ended=True) == "no data"
+
+
+def literal_stats(run_id: str, rate: float, source: str) -> RunStats:
+    run = Run(id=run_id, host="gpu1", started_at=0.0, ended_at=4000.0)
+    stats = RunStats(run, SteadyWindow(600.0, 3600.0, "steady", True), 1.0, 3600.0)
+    stats.rate = Summary(rate, rate, rate, rate, rate, 100, 10, np.full(50, rate))
+    stats.rate_source = source
+    return stats
+
+
+def test_rates_from_different_sources_get_no_change_and_say_why() -> None:
+    """When the runs share no source (alignment found none), the table names each and computes no change."""
+    stats = [literal_stats("a", 0.2, "output files"), literal_stats("b", 0.78, ADMISSIONS)]
+    row = rate_row(comparison(stats))
+    assert row["source"] == ["output files", ADMISSIONS]
+    assert row["same_source"] is False
+    assert row["values"] == [0.2, 0.78]
+    assert row["change_pct"] == [0.0, None] and row["within_noise"] == [None, None]
+    assert row["source_note"] == (f"sources differ (a: output files, b: {ADMISSIONS}); "
+                                  "no change is computed across different sources")
+    same = rate_row(comparison([literal_stats("a", 0.2, ADMISSIONS), literal_stats("b", 0.25, ADMISSIONS)]))
+    assert same["same_source"] is True and same["change_pct"][1] == pytest.approx(25.0)
