@@ -8,6 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from kvwatch.app.pipeline.batches import BatchBuilder
+from kvwatch.app.report.data import Window, gather
 from kvwatch.app.services import Services
 from kvwatch.app.store import Batch, Sample
 
@@ -127,3 +128,14 @@ def test_completion_rate_counts_its_output_files(client: TestClient, services: S
     rate = series(client, metric="completion_rate")
     assert rate["label"] == "sum over 2 output files"
     assert rate["unit"] == rate["combine"]["unit"] == "1/s"
+
+
+def test_report_summary_names_what_each_host_value_combines(services: Services) -> None:
+    samples = [Sample("running_req", f"DP{dp}", float(t), 10.0) for t in range(3) for dp in range(4)]
+    samples += [Sample("gpu_util_pct", f"GPU{gpu}", 1.0, 50.0) for gpu in range(8)]
+    ingest(services, "server_log", samples)
+    summary = {row["metric"]: row for row in gather(services.store, "gpu1", Window()).summary}
+    assert summary["running_req"]["combine"] == "sum over 4 DP ranks"
+    assert summary["running_req"]["last"] == 40.0
+    assert summary["gpu_util_pct"]["combine"] == "mean of 8 GPUs"
+    assert summary["gpu_util_pct"]["last"] == 50.0
