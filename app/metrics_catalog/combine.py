@@ -4,8 +4,8 @@ a part counts as silent. No I/O: literal inputs in, numbers out."""
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from kvwatch.app.metrics_catalog.entries import Rule
 
@@ -17,6 +17,7 @@ SILENCE_FLOOR_S = 10.0
 FIRST_SILENCE_S = SILENCE_FACTOR * SILENCE_FLOOR_S
 
 
+@lru_cache(maxsize=4096)  # called for every part sample; a host has few distinct parts
 def part_kind(rank: str) -> str:
     """`DP3` -> "dp", `GPU0` -> "gpu", "" -> "host", anything else (an output file's path) -> "file"."""
     for prefix, kind in (("DP", "dp"), ("GPU", "gpu")):
@@ -43,11 +44,14 @@ def combine(rule: Rule, values: Sequence[float], weights: Sequence[float] | None
     return float(math.fsum(values) / len(values))
 
 
-def silence_limit(intervals: Sequence[float]) -> float:
+def silence_limit(intervals: Iterable[float]) -> float:
     """How long a part may stay silent before it drops out, from its recent logging intervals."""
-    if not intervals:
+    ordered = sorted(intervals)
+    if not ordered:
         return FIRST_SILENCE_S
-    return max(SILENCE_FACTOR * statistics.median(intervals), SILENCE_FLOOR_S)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return max(SILENCE_FACTOR * median, SILENCE_FLOOR_S)
 
 
 def live_parts(last_seen: Mapping[str, float], limits: Mapping[str, float], now: float) -> list[str]:
