@@ -3,7 +3,7 @@ import { fetchAlerts, fetchEvents, fetchHosts, fetchRuns, fetchSeries, openStrea
 import { createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { showHostPanels } from "./hostpanels.js";
-import { PANELS, tracesFor } from "./panels.js";
+import { PANELS, labelTrace, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
 import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 
@@ -40,6 +40,7 @@ async function fetchCharts(window) {
       const options = { maxPoints: pointsFor(element), ...(window || {}) };
       jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
         out[panel.id][index] = series.points;
+        labelTrace(trace, series);
         if (!window) noteExtent(series.points);
         if (series.eta !== undefined) state.progress = series.eta;
         if (series.points.length) state.latest[trace.metric] = series.points.at(-1)[1];

@@ -94,12 +94,15 @@ const number = (v) => (v === null || v === undefined ? "—" : Math.abs(v) >= 10
 function cell(row, i, baseIndex) {
   const status = row.status[i];
   if (row.values[i] === null && status && status !== "steady" && status !== "exact") {
-    return el("td", { class: "not-enough", "data-status": status,
-                      text: status === "no_data" ? "no data" : "not enough steady data yet" });
+    // status_text: the server's words ("... (the run has ended)" rather than "yet" for an ended run)
+    const text = (row.status_text && row.status_text[i]) || (status === "no_data" ? "no data" : "not enough steady data yet");
+    return el("td", { class: "not-enough", "data-status": status, text });
   }
   const change = row.change_pct[i];
   const noise = row.within_noise[i];
   const td = el("td", { "data-status": status || "" }, el("span", { class: "value", text: number(row.values[i]) }));
+  if (row.source && row.source[i]) td.title = `from ${row.source[i]}`;
+  if (row.combine && row.combine[i]) td.title = row.combine[i];  // "sum over 4 DP ranks" (metric catalog)
   if (i !== baseIndex && change !== null && change !== undefined) {
     td.append(el("span", { class: noise ? "change noise" : "change", text: ` ${change > 0 ? "+" : ""}${change.toFixed(1)}%` }));
     if (noise) td.append(el("span", { class: "noise-mark", title: "within noise", text: " ≈" }));
@@ -125,6 +128,7 @@ function renderTable(container, body) {
     ...row.values.map((_, i) => cell(row, i, baseIndex))));
   container.replaceChildren(el("table", { class: "compare" }, el("thead", {}, head), el("tbody", {}, steady, ...rows)),
     el("p", { class: "muted", text: "change % against the baseline; ≈ marks a difference within noise (bootstrap CI)" }),
+    ...body.rows.filter((r) => r.source_note).map((r) => el("p", { class: "muted source-note", text: `${r.label} from: ${r.source_note}` })),
     ...(body.runs.some((r) => r.resolution_s) ? [el("p", { class: "muted rollup-note", text: body.resolution_rule || "" })] : []));
 }
 

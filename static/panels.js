@@ -11,10 +11,18 @@ export const PANELS = [
     traces: [{ metric: "completions", name: "done" },
              { metric: "completion_rate", name: "per second", axis: "y2", derived: true }] },
   { id: "chart-gpu-util", title: "GPU utilisation (%)",
-    traces: [{ metric: "gpu_util_pct", name: "util % (max over GPUs)" }] },
-  { id: "chart-gpu-mem", title: "GPU memory used (MiB)",
-    traces: [{ metric: "gpu_mem_used_mib", name: "MiB (sum over GPUs)" }] },
+    traces: [{ metric: "gpu_util_pct", name: "util %" }, { metric: "gpu_util_pct_max", name: "hottest GPU" }] },
+  { id: "chart-gpu-mem", title: "GPU memory used per GPU (MiB)",
+    traces: [{ metric: "gpu_mem_used_mib", name: "MiB" }] },
 ];
+
+// A trace's name says what the host series combines, in the metric catalog's words that
+// /api/series answers carry ("sum over 4 DP ranks", "mean of 8 GPUs"); one series: the name alone.
+export function labelTrace(trace, series) {
+  trace.base = trace.base || trace.name;
+  const combine = series && series.combine;
+  trace.name = combine && combine.parts ? `${trace.base} (${series.label})` : trace.base;
+}
 
 export function tracesFor(metric) {
   const found = [];

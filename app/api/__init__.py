@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from kvwatch.app.api import (
     alerts,
+    catalog,
     compare,
     events,
     export,
@@ -22,6 +23,7 @@ from kvwatch.app.api import (
 ROUTERS: tuple[APIRouter, ...] = (
     hosts.router,
     series.router,
+    catalog.router,
     events.router,
     runs.router,
     compare.router,

@@ -6,9 +6,11 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Response
 
+from kvwatch.app.api.catalog import host_combine
 from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.api.points import run_window
 from kvwatch.app.export import NOTHING_STORED, encode, rollup_rows, safe_name, series_frame
+from kvwatch.app.store.base import Store
 
 router = APIRouter(tags=["export"])
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
@@ -41,6 +43,14 @@ def export_series(
     body = encode(frame, format)
     headers = {"Content-Disposition": f'attachment; filename="{safe_name(name)}.{format}"',
                # how many rows are 10 s rollup buckets (raw samples pruned by retention), 0: all raw
-               "X-Kvwatch-Rollup-Rows": str(rollup_rows(frame))}
+               "X-Kvwatch-Rollup-Rows": str(rollup_rows(frame)),
+               # what each exported series is, in the metric catalog's words: `running_req=sum over 4 DP ranks`
+               "X-Kvwatch-Combine": combine_header(services.store, host, metrics, rank)}
     return Response(body, media_type=MEDIA_TYPES[format], headers=headers)
 
+
+
+def combine_header(store: Store, host: str, metrics: list[str], rank: str) -> str:
+    """`metric=label` pairs, `; `-separated, ASCII (a header): what each exported series shows."""
+    pairs = (f"{m}={host_combine(store, host, m, rank)['label']}" for m in metrics)
+    return "; ".join(pairs).encode("ascii", "replace").decode("ascii")

@@ -16,27 +16,36 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
+from kvwatch.app.api.catalog import host_combine
 from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.api.derived import eta
+from kvwatch.app.metrics_catalog import catalog_help
 from kvwatch.app.pipeline.heartbeat import stored_health
 from kvwatch.app.services import Services
 
 router = APIRouter(tags=["metrics"])
 
-# store metric -> (exposed name, help, factor). Host-level series: DP ranks already combined.
-HOST_GAUGES: tuple[tuple[str, str, str, float], ...] = (
-    ("token_usage", "kvwatch_token_usage", "KV cache token usage (0-1), max over DP ranks", 1.0),
-    ("running_req", "kvwatch_running_requests", "Requests running in the server", 1.0),
-    ("queue_req", "kvwatch_queued_requests", "Requests waiting in the server queue", 1.0),
-    ("gen_throughput", "kvwatch_gen_throughput_tokens_per_second", "Generation throughput", 1.0),
-    ("input_throughput", "kvwatch_input_throughput_tokens_per_second", "Prefill input throughput", 1.0),
-    ("token", "kvwatch_tokens_in_use", "KV cache tokens in use", 1.0),
-    ("completions", "kvwatch_completions", "Completed requests counted in the output files", 1.0),
+# store metric -> (exposed name, factor); help texts (label, unit, how the host's parts combine) come
+# from the metric catalog, so they say the same as the page.
+HOST_GAUGE_NAMES: tuple[tuple[str, str, float], ...] = (
+    ("token_usage", "kvwatch_token_usage", 1.0),
+    ("running_req", "kvwatch_running_requests", 1.0),
+    ("queue_req", "kvwatch_queued_requests", 1.0),
+    ("gen_throughput", "kvwatch_gen_throughput_tokens_per_second", 1.0),
+    ("input_throughput", "kvwatch_input_throughput_tokens_per_second", 1.0),
+    ("token", "kvwatch_tokens_in_use", 1.0),
+    ("completions", "kvwatch_completions", 1.0),
 )
-GPU_GAUGES: tuple[tuple[str, str, str, float], ...] = (
-    ("gpu_util_pct", "kvwatch_gpu_utilization_percent", "GPU utilisation from nvidia-smi", 1.0),
-    ("gpu_mem_used_mib", "kvwatch_gpu_memory_used_bytes", "GPU memory used from nvidia-smi", 1024.0 * 1024.0),
+GPU_GAUGE_NAMES: tuple[tuple[str, str, float], ...] = (
+    ("gpu_util_pct", "kvwatch_gpu_utilization_percent", 1.0),
+    ("gpu_mem_used_mib", "kvwatch_gpu_memory_used_bytes", 1024.0 * 1024.0),
 )
+EXPOSED_UNITS = {"kvwatch_gpu_memory_used_bytes": "bytes"}  # where the factor changes the catalog's unit
+HOST_GAUGES = tuple((m, n, catalog_help(m), f) for m, n, f in HOST_GAUGE_NAMES)
+GPU_GAUGES = tuple((m, n, catalog_help(m, per_part="GPU", unit=EXPOSED_UNITS.get(n)), f)
+                   for m, n, f in GPU_GAUGE_NAMES)
+# Which catalog series /metrics labels with what their host value combines (kvwatch_series_parts).
+LABELLED_SERIES = tuple(m for m, _, _ in HOST_GAUGE_NAMES + GPU_GAUGE_NAMES)
 SOURCE_COUNTERS = (
     ("lines", "kvwatch_source_lines", "Lines read from the source"),
     ("bytes", "kvwatch_source_bytes", "Bytes read from the source"),
@@ -51,6 +60,7 @@ class KvwatchCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         yield from self._values()
+        yield self._parts()
         yield from self._gpus()
         yield from self._health()
         yield from self._progress()
@@ -72,6 +82,19 @@ class KvwatchCollector(Collector):
             if times:
                 stamp.add_metric([host.name], max(times))
         yield stamp
+
+    def _parts(self) -> Metric:
+        """How many parts each host series combines, and how, in the catalog's words."""
+        family = GaugeMetricFamily("kvwatch_series_parts",
+                                   "Parts (DP ranks, GPUs, output files) a host series combines; "
+                                   "combine: what the host value is (metric catalog)",
+                                   labels=["host", "metric", "combine"])
+        for host in self.services.config.hosts:
+            for metric in LABELLED_SERIES:
+                described = host_combine(self.services.store, host.name, metric)
+                if described["parts"]:
+                    family.add_metric([host.name, metric, described["label"]], float(described["parts"]))
+        return family
 
     def _gpus(self) -> Iterator[Metric]:
         store = self.services.store

@@ -11,9 +11,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
+from kvwatch.app.api.catalog import host_combine
 from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.api.derived import RATE_WINDOW_S, eta, trailing_rate
 from kvwatch.app.api.points import as_pairs, downsample, read_points, run_window
+from kvwatch.app.metrics_catalog import info
 from kvwatch.app.services import Services
 
 router = APIRouter(tags=["series"])
@@ -30,14 +32,19 @@ def get_series(
     until: float | None = None,
     run: str | None = None,
     rank: str = "",
+    gpu: Annotated[int | None, Query(ge=0)] = None,
     max_points: Annotated[int, Query(ge=3, le=100_000)] = DEFAULT_MAX_POINTS,
 ) -> dict[str, Any]:
     """Points `[t, v]` (t in epoch seconds) in (`since`, `until`], at most `max_points` of them.
 
-    `run` limits the window to that run; `rank` (`DP3`, `GPU0`) picks one part instead of the
-    host's aggregate. Completion series also carry `eta` (done, rate, seconds to the target).
+    `run` limits the window to that run; `rank` (`DP3`, `GPU0`) or `gpu` (N: `GPU<N>`) picks one
+    part instead of the host's aggregate. `combine` and `label` say, from the metric catalog, what
+    the series shows ("sum over 4 DP ranks", "max of 8 GPUs", "DP3 only"); `unit` its unit.
+    Completion series also carry `eta` (done, rate, seconds to the target).
     """
     require_host(services, host)
+    if gpu is not None:
+        rank = f"GPU{gpu}"
     if run is not None:
         start, end = run_window(services.store, host, run)
         since = start if since is None else max(since, start)
@@ -50,8 +57,10 @@ def get_series(
         (t, v), width = read_points(services.store, host, metric, rank=rank, since=since, until=until,
                                     max_points=max_points)
         points = as_pairs(*downsample(t, v, max_points))
+    combined = host_combine(services.store, host, metric, rank, parts_from=DERIVED.get(metric))
     out: dict[str, Any] = {"host": host, "metric": metric, "rank": rank, "points": points,
-                           "resolution_s": width}
+                           "resolution_s": width, "combine": combined, "label": combined["label"],
+                           "unit": info(metric).unit}
     if metric in ("completions", "completion_rate") and not rank:
         out["eta"] = eta(services.store, host, _target(services, host), time.time())
     return out

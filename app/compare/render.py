@@ -33,6 +33,7 @@ CSV_COLUMNS = (
     "status",
     "resolution_s",
     "rollup_share",
+    "source",  # completion_rate: where the run's count came from (output files, client progress, admissions)
 )
 ROLLUP_MARK = " [10 s rollup]"
 
@@ -52,6 +53,9 @@ def number(value: float, unit: str) -> str:
 def cell(row: dict[str, Any], i: int, baseline: int) -> str:
     value = row["values"][i]
     if value is None:
+        texts = row.get("status_text") or [None] * (i + 1)
+        if texts[i]:  # says "(the run has ended)" instead of "yet" for a run that has
+            return str(texts[i])
         status = row["status"][i]
         return NOT_ENOUGH if status in ("settling", "too_short") else "no data" if status == "no_data" else "n/a"
     text = number(value, row["unit"])
@@ -82,6 +86,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         "Cells: steady-state median (p5-p95), then change vs the baseline; ≈ = within noise "
         "(the 95% block-bootstrap interval of the difference contains 0).",
     ]
+    if "completion_rate" in rows and rows["completion_rate"].get("source_note"):
+        lines.append(f"completions/s from: {rows['completion_rate']['source_note']}.")
     if any(run.get("resolution_s") for run in result["runs"]):
         lines.append(f"{ROLLUP_MARK.strip()}: {result.get('resolution_rule', '')}")
     for run in result["runs"]:
@@ -119,6 +125,7 @@ def to_csv(result: dict[str, Any]) -> str:
                     row["status"][i],
                     row["resolution_s"][i],
                     row["rollup_share"][i],
+                    (row.get("source") or [None] * (i + 1))[i],
                 ]
             )
     return out.getvalue()

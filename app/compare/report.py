@@ -9,6 +9,7 @@ from tsdownsample import MinMaxLTTBDownsampler
 
 from kvwatch.app.compare.render import to_csv, to_markdown
 from kvwatch.app.compare.runstats import DEFAULT_MIN_STEADY_S, NOTHING_LEFT, RunStats, compute_run_stats
+from kvwatch.app.compare.sources import align_rate_sources
 from kvwatch.app.compare.table import comparison
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.runs.model import Run
@@ -53,6 +54,7 @@ def compare_runs(
     stats = [compute_run_stats(store, run, (windows or {}).get(run.id), min_steady_s) for run in runs]
     if all(s.window.message == NOTHING_LEFT for s in stats):
         raise NothingStored(f"compare: {', '.join(ids)}: {NOTHING_LEFT}")
+    align_rate_sources(store, stats)  # one completion-rate source for every run, where they share one
     return stats, comparison(stats, ids.index(baseline) if baseline else 0)
 
 

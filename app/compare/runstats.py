@@ -11,6 +11,7 @@ import numpy as np
 from kvwatch.app.compare.grid import FloatArray, grid_step, on_grid
 from kvwatch.app.compare.stats import Summary, summarize_level, summarize_rate
 from kvwatch.app.compare.steady import STEADY_METRICS, SteadyWindow, find_window, manual_window
+from kvwatch.app.metrics_catalog import describe
 from kvwatch.app.runs.model import Run
 from kvwatch.app.store.base import Store
 from kvwatch.app.store.coverage import SeriesWindow, read_window
@@ -25,8 +26,16 @@ RATE_SOURCES = (
     ("client_done", "client progress"),
     ("new_seq", "admissions (prefill #new-seq less retractions)"),
 )
+SOURCE_NAMES = dict(RATE_SOURCES)
 EVENT_LIMIT = 1_000_000
+NOT_ENOUGH_YET = "not enough steady data yet"  # a live run: more may come
+NOT_ENOUGH_ENDED = "not enough steady data (the run has ended)"
 NOTHING_LEFT = "no samples stored for this run: neither raw samples nor rollups cover its window"
+
+
+def ended_message(message: str) -> str:
+    """The steady-window message of an ended run: nothing more will come, so no "yet"."""
+    return message.replace(NOT_ENOUGH_YET, NOT_ENOUGH_ENDED).replace("in this run yet", "in this run")
 
 
 def _ended(run: Run) -> bool:
@@ -42,6 +51,10 @@ class RunStats:
     levels: dict[str, Summary] = field(default_factory=dict)
     rate: Summary | None = None
     rate_source: str | None = None
+    # The RATE_SOURCES metrics that moved inside the steady window: compare picks one all runs have.
+    rate_sources: list[str] = field(default_factory=list)
+    # Per level metric: what the host series combines, in the metric catalog's words ("sum over 4 DP ranks").
+    combine: dict[str, str] = field(default_factory=dict)
     # Per metric (and "completion_rate"): data before this time came from 10 s rollup buckets, because
     # retention pruned the raw samples (app/store/coverage.py); -inf: raw samples throughout.
     rollup_until: dict[str, float] = field(default_factory=dict)
@@ -95,21 +108,27 @@ def _admissions(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatAr
     return times[order], counts, max(p.raw_from for p in parts)
 
 
+def moved_sources(store: Store, run: Run, window: SteadyWindow) -> list[str]:
+    """The RATE_SOURCES metrics that counted at least twice inside the window (output files read all
+    at once, after the fact, say nothing about when their lines were written), best first."""
+    found = []
+    for metric, _ in RATE_SOURCES:
+        read = read_window(store, run.host, metric, since=run.started_at, until=window.end)
+        if np.count_nonzero(read.t >= window.start) >= 2:
+            found.append(metric)
+    return found
+
+
 def _cumulative(
-    store: Store, run: Run, window: SteadyWindow,
-) -> tuple[FloatArray, FloatArray, str, float] | None:
-    """The best count that moved inside the window (output files read all at once, after the fact,
-    say nothing about when their lines were written), and where its rollup part ends."""
+    store: Store, run: Run, window: SteadyWindow, metric: str,
+) -> tuple[FloatArray, FloatArray, str, float]:
+    """The count `metric` over the run up to the window's end, its source's name, where its rollup part ends."""
     end = window.end
-    for metric, source in RATE_SOURCES:
-        read = read_window(store, run.host, metric, since=run.started_at, until=end)
-        if np.count_nonzero(read.t >= window.start) < 2:
-            continue
-        if metric == "new_seq":
-            times, counts, edge = _admissions(store, run, end)
-            return times, counts, source, edge
-        return read.t, read.v, source, read.raw_from
-    return None
+    if metric == "new_seq":
+        times, counts, edge = _admissions(store, run, end)
+        return times, counts, SOURCE_NAMES[metric], edge
+    read = read_window(store, run.host, metric, since=run.started_at, until=end)
+    return read.t, read.v, SOURCE_NAMES[metric], read.raw_from
 
 
 def choose_window(
@@ -146,7 +165,10 @@ def compute_run_stats(
     window = choose_window(grids, run, end, step, manual, min_steady_s)
     if not grids and _ended(run):
         window = replace(window, status="no_data", message=NOTHING_LEFT)
+    elif _ended(run):  # an ended run's window will not grow: no "yet"
+        window = replace(window, message=ended_message(window.message))
     stats = RunStats(run, window, step, end)
+    stats.combine = {m: describe(m, store.ranks(run.host, m))["label"] for m in STEADY_METRICS}
     stats.rollup_until = {m: w.raw_from for m, w in series.items() if not w.empty}
     if not stats.window.ok:
         return stats
@@ -157,10 +179,20 @@ def compute_run_stats(
         part = grid[first:last]
         if np.count_nonzero(~np.isnan(part)) >= MIN_WINDOW_POINTS:
             stats.levels[metric] = summarize_level(part, rng)
-    counted = _cumulative(store, run, stats.window)
-    if counted is not None:
-        counts = on_grid(counted[0], counted[1], stats.window.start, stats.window.end, step)
-        if np.count_nonzero(~np.isnan(counts)) >= MIN_WINDOW_POINTS:
-            stats.rate, stats.rate_source = summarize_rate(counts, step, rng), counted[2]
-            stats.rollup_until["completion_rate"] = counted[3]
+    stats.rate_sources = moved_sources(store, run, stats.window)
+    if stats.rate_sources:
+        use_rate_source(store, stats, stats.rate_sources[0])
     return stats
+
+
+def use_rate_source(store: Store, stats: RunStats, metric: str) -> None:
+    """Completions per second of the steady window from one RATE_SOURCES count (`metric`); none if
+    that count has too few points in the window."""
+    rng = np.random.default_rng(zlib.crc32(f"{stats.run.id}:{metric}".encode()))
+    times, values, source, edge = _cumulative(store, stats.run, stats.window, metric)
+    counts = on_grid(times, values, stats.window.start, stats.window.end, stats.step)
+    stats.rate, stats.rate_source = None, None
+    stats.rollup_until.pop("completion_rate", None)
+    if np.count_nonzero(~np.isnan(counts)) >= MIN_WINDOW_POINTS:
+        stats.rate, stats.rate_source = summarize_rate(counts, stats.step, rng), source
+        stats.rollup_until["completion_rate"] = edge

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kvwatch.app.compare.runstats import RunStats
+from kvwatch.app.compare.sources import status_text
 from kvwatch.app.compare.stats import Summary, within_noise
 from kvwatch.app.runs.model import Run
 from kvwatch.app.store.coverage import FINEST
@@ -110,10 +111,36 @@ def build_row(spec: RowSpec, stats: list[RunStats], baseline: int) -> dict[str, 
         "p95": [s.p95 if s else None for s in summaries],
         "ci": [[s.ci_low, s.ci_high] if s else None for s in summaries],
     }
+    row["status_text"] = [
+        status_text(st, s.run.state in ("ended", "failed")) if v is None else None
+        for st, s, v in zip(status, stats, values, strict=True)
+    ]
+    if spec.kind == "level":  # the host series each value summarises (app/metrics_catalog)
+        row["combine"] = [s.combine.get(spec.metric) for s in stats]
     if spec.kind == "rate":
-        row["source"] = [s.rate_source for s in stats]
+        _mark_sources(row, stats, baseline)
     _mark_rollup(row, spec, stats, summaries)
     return row
+
+
+def _mark_sources(row: dict[str, Any], stats: list[RunStats], baseline: int) -> None:
+    """`source`: where each run's completions per second come from; `same_source`: one source for all
+    (compare picks it: app/compare/sources.py). Across different sources no change is computed: a rate
+    from admissions against one from output files compares two different things."""
+    sources = [s.rate_source for s in stats]
+    known = {source for source in sources if source is not None}
+    row["source"] = sources
+    row["same_source"] = len(known) <= 1
+    if row["same_source"]:
+        row["source_note"] = f"every run: {known.pop()}" if known else "no completion count in any run"
+        return
+    base = sources[baseline]
+    for i, source in enumerate(sources):
+        if i != baseline and source != base:
+            row["change_pct"][i] = None
+            row["within_noise"][i] = None
+    row["source_note"] = "sources differ (" + ", ".join(f"{s.run.id}: {src or 'none'}" for s, src in zip(
+        stats, sources, strict=True)) + "); no change is computed across different sources"
 
 
 def _mark_rollup(row: dict[str, Any], spec: RowSpec, stats: list[RunStats], summaries: list[Summary | None]) -> None:

@@ -2,7 +2,8 @@
 
 Series naming follows the record fields (DESIGN.md): `token_usage`, `running_req`, ... With DP
 attention SGLang logs one line per DP rank; those samples carry rank `DP<n>`, and `RankAggregator`
-derives the host's own series from each rank's latest value (sum, or max for usage ratios).
+(app/pipeline/aggregate.py) derives the host's own series from the ranks' latest values by the
+metric catalog's rule (app/metrics_catalog/).
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import datetime as dt
 import time
 from typing import Any
 
+from kvwatch.app.pipeline.aggregate import RankAggregator
 from kvwatch.app.store.base import EventRow, Sample
 from kvwatch.parsers.timestamps import to_epoch
 
 SAMPLE_KINDS = frozenset({"decode", "prefill", "stats", "gpu", "progress"})
 # Per-kind fields that are identifiers or labels, not series.
 NOT_SERIES = frozenset({"kind", "line", "ts", "tags", "gpu", "engine", "engines", "iter", "file", "cuda_graph"})
-MAX_OVER_RANKS_SUFFIX = ("usage", "_pct", "hit_rate")
 PROGRESS_METRICS = {"done": "client_done", "total": "client_total"}
+__all__ = ["NOT_SERIES", "PROGRESS_METRICS", "SAMPLE_KINDS", "RankAggregator", "rank_of", "record_rows"]
 
 
 def rank_of(record: dict[str, Any]) -> str:
@@ -54,25 +56,3 @@ def _metric_name(kind: str, key: str) -> str:
     if kind == "stats" and key == "prompt_throughput":
         return "input_throughput"
     return key
-
-
-class RankAggregator:
-    """Keeps each rank's latest value per metric and emits the host-level sample on every change."""
-
-    def __init__(self) -> None:
-        self._latest: dict[str, dict[str, float]] = {}
-
-    def seed(self, metric: str, rank: str, value: float) -> None:
-        """Know a part's value without emitting (an output file already counted before a restart)."""
-        self._latest.setdefault(metric, {})[rank] = value
-
-    def host_samples(self, samples: list[Sample]) -> list[Sample]:
-        out: list[Sample] = []
-        for sample in samples:
-            if not sample.rank:
-                continue
-            ranks = self._latest.setdefault(sample.metric, {})
-            ranks[sample.rank] = sample.v
-            combine = max if sample.metric.endswith(MAX_OVER_RANKS_SUFFIX) else sum
-            out.append(Sample(sample.metric, "", sample.t, float(combine(ranks.values()))))
-        return out

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 from tsdownsample import MinMaxLTTBDownsampler
 
+from kvwatch.app.metrics_catalog import describe
 from kvwatch.app.store.base import Store
 from kvwatch.app.store.coverage import SeriesWindow, read_window
 
@@ -102,7 +103,9 @@ def gather(store: Store, host: str, window: Window) -> ReportData:
         if read.resolution_s:
             data.rollup_points[metric] = int(read.from_rollup.sum())
         if metric in SUMMARY_METRICS:
-            data.summary.append(summarize(metric, read))
+            row = summarize(metric, read)
+            row["combine"] = describe(metric, store.ranks(host, metric))["label"]  # "sum over 4 DP ranks"
+            data.summary.append(row)
     data.summary.sort(key=lambda row: SUMMARY_METRICS.index(row["metric"]))
     events = [e for e in store.events(host, kinds=("event",), since=window.since, limit=EVENT_LIMIT)
               if window.contains(float(e["t"]))]

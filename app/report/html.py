@@ -90,9 +90,9 @@ def _facts_section(data: ReportData) -> str:
 def _summary_section(data: ReportData) -> str:
     rows = [[r["metric"], str(r["points"]), *(_number(r["metric"], r[k]) for k in ("last", "median", "p5", "p95",
                                                                                  "max")),
-             _source(r)]
+             _source(r), str(r.get("combine", ""))]
             for r in data.summary]
-    header = ["metric", "points", "last", "median", "p5", "p95", "max", "from"]
+    header = ["metric", "points", "last", "median", "p5", "p95", "max", "from", "host value"]
     return "<h2>Summary</h2>" + _coverage_note(data) + _table(header, rows)
 
 

@@ -55,6 +55,10 @@ def test_charts_fill_and_extend_live_offline(live_run: tuple[ScriptedRun, str], 
                            timeout=15_000)
     page.wait_for_function("document.getElementById('chart-completions').data[1].x.length > 0", timeout=15_000)
     assert page.evaluate("document.getElementById('chart-usage').layout.shapes[0].y0") == 0.95
+    # Trace names say how the host series combines the two DP ranks (the metric catalog's label).
+    name = "document.getElementById('{}').data[0].name"
+    assert page.evaluate(name.format("chart-throughput")) == "gen tok/s (sum over 2 DP ranks)"
+    assert page.evaluate(name.format("chart-usage")) == "token usage (max of 2 DP ranks)"
     # The three sources, each with its freshness, and the progress line with an ETA.
     page.wait_for_function("document.querySelectorAll('#sources .fresh').length >= 3", timeout=10_000)
     freshness = page.locator("#sources .fresh").all_inner_texts()

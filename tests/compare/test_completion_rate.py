@@ -52,8 +52,10 @@ def test_admissions_less_retractions_over_dp_ranks(tmp_path: Path) -> None:
     assert stats.window.status == "steady"
     assert stats.rate is not None and stats.rate_source == "admissions (prefill #new-seq less retractions)"
     assert stats.rate.value == pytest.approx(true_rate, rel=0.03)
-    # the host's throughput is the sum over the DP ranks
+    # the host's throughput is the sum over the DP ranks, and says so (the metric catalog's label)
     assert stats.levels["gen_throughput"].value == pytest.approx(920.0)
+    assert stats.combine["gen_throughput"] == "sum over 2 DP ranks"
+    assert stats.combine["token_usage"] == "max of 2 DP ranks"
 
 
 def test_output_files_are_preferred_when_they_grew_during_the_window(tmp_path: Path) -> None:

@@ -1,0 +1,96 @@
+"""A host's own series from its parts' samples (DP ranks, GPUs, output files), by the metric catalog.
+
+Each part's latest value is kept per metric; every new part sample emits the host's sample combined
+by the catalog's rule over the parts still live (app/metrics_catalog/combine.py decides when a part
+went silent), plus the catalog's extra series (`gpu_temp_c_max`: the hottest GPU).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from kvwatch.app.metrics_catalog import MetricInfo, combine, info, live_parts, part_kind, silence_limit
+from kvwatch.app.metrics_catalog.combine import FIRST_SILENCE_S
+from kvwatch.app.store.base import Sample
+
+INTERVALS_KEPT = 16  # a part's recent logging intervals, for its median
+
+
+@dataclass(slots=True)
+class _Parts:
+    """One metric's parts: latest value, last time heard, recent intervals, allowed silence."""
+
+    entry: MetricInfo
+    latest: dict[str, float] = field(default_factory=dict)
+    seen: dict[str, float] = field(default_factory=dict)
+    intervals: dict[str, deque[float]] = field(default_factory=dict)
+    limits: dict[str, float] = field(default_factory=dict)
+    next_check: float = math.inf  # no part can be silent before this time: scan only after it
+
+    def observe(self, part: str, t: float, v: float) -> None:
+        last = self.seen.get(part)
+        limit = self.limits.get(part, FIRST_SILENCE_S)
+        if last is not None and t > last:
+            intervals = self.intervals.get(part)
+            if intervals is None:
+                intervals = self.intervals[part] = deque(maxlen=INTERVALS_KEPT)
+            intervals.append(t - last)
+            limit = self.limits[part] = silence_limit(intervals)
+        heard = t if last is None else max(last, t)
+        self.seen[part] = heard
+        self.latest[part] = v
+        # A shorter limit can bring this part's deadline before the planned check.
+        self.next_check = min(self.next_check, heard + limit)
+
+    def drop_silent(self, now: float) -> None:
+        """Forget the parts silent past their limit (until they log again); plan the next check.
+        Seeded parts, never heard in this process, stay."""
+        heard = set(live_parts(self.seen, self.limits, now))
+        for part in [p for p in self.seen if p not in heard]:
+            del self.seen[part]
+            self.latest.pop(part, None)
+        self.next_check = min((t + self.limits.get(p, FIRST_SILENCE_S) for p, t in self.seen.items()),
+                              default=math.inf)
+
+
+class RankAggregator:
+    """Keeps each part's latest value and time per metric; emits host-level samples on every change."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, _Parts] = {}
+
+    def _of(self, metric: str) -> _Parts:
+        parts = self._parts.get(metric)
+        if parts is None:
+            parts = self._parts[metric] = _Parts(info(metric))
+        return parts
+
+    def seed(self, metric: str, rank: str, value: float) -> None:
+        """Know a part's value without emitting (an output file already counted before a restart)."""
+        self._of(metric).latest[rank] = value
+
+    def host_samples(self, samples: list[Sample]) -> list[Sample]:
+        out: list[Sample] = []
+        for sample in samples:
+            if sample.rank:
+                out.extend(self._host(sample))
+        return out
+
+    def _host(self, sample: Sample) -> list[Sample]:
+        parts = self._of(sample.metric)
+        entry = parts.entry
+        parts.observe(sample.rank, sample.t, sample.v)
+        if entry.drops_silent and sample.t > parts.next_check:
+            parts.drop_silent(sample.t)
+        values = list(parts.latest.values())
+        weights = None
+        if entry.weight is not None:
+            weigh = self._of(entry.weight).latest
+            weights = [weigh.get(p, 0.0) for p in parts.latest]
+        rule = entry.rule_for(part_kind(sample.rank))
+        out = [Sample(sample.metric, "", sample.t, combine(rule, values, weights))]
+        for extra in entry.extras:
+            out.append(Sample(f"{sample.metric}_{extra.suffix}", "", sample.t, combine(extra.rule, values)))
+        return out
