@@ -25,8 +25,11 @@ from typing import NamedTuple, Protocol
 
 from kvwatch.collectors.backoff import Backoff
 from kvwatch.collectors.base import AuthFailed, CollectorError, FileStat, Line, Transport
+from kvwatch.collectors.clock import probe_host
+from kvwatch.collectors.clock_infer import HostClock
 from kvwatch.collectors.gpu import GpuSampler
 from kvwatch.collectors.health import HOST_KEY_REJECTED, HostHealth, tail_counters
+from kvwatch.collectors.host_clock import host_clock_dict, observe_files, refresh_report
 from kvwatch.collectors.lines import LineSplitter
 from kvwatch.collectors.metrics import scrape
 from kvwatch.collectors.tail import UNKNOWN, Tail, Unknown
@@ -92,6 +95,7 @@ class HostFollower:
         self.health = HostHealth()
         self.on_health = on_health or (lambda health: None)
         self.tails: dict[tuple[str, str], Tail] = {}
+        self.clock: HostClock | None = None  # the host's zone and skew, read on every connect
         self._delivered: dict[tuple[str, str], TailState | None] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"kvwatch-host-{name}", daemon=True)
@@ -155,7 +159,11 @@ class HostFollower:
     def _follow(self, transport: Transport) -> None:
         for tail in self.tails.values():  # a new connection: every tail continues on it
             tail.rebind(transport)
+        # every connect: the host's zone and skew, then each file's backlog (a reconnect is a catch-up)
+        self.clock = probe_host(transport)
+        self.health.clock = host_clock_dict(self.clock)
         self._discover(transport)
+        observe_files(transport, self.sink, self.health, self.clock, self.tails, list(self.tails))
         watch = self._watch(transport)
         gpu = GpuSampler(transport) if self.options.gpu else None
         next_glob = time.monotonic() + self.options.glob_interval
@@ -171,7 +179,10 @@ class HostFollower:
                     self._scrape(transport, self.options.metrics_port)
                 if time.monotonic() >= next_glob:
                     next_glob = time.monotonic() + self.options.glob_interval
+                    known = set(self.tails)
                     if self._discover(transport):
+                        observe_files(transport, self.sink, self.health, self.clock, self.tails,
+                                      [key for key in self.tails if key not in known])
                         watch.close()
                         watch = self._watch(transport)
                 if not watch.wait(self.options.poll_interval) and not watch.active:
@@ -227,6 +238,7 @@ class HostFollower:
             self._stop.wait(self.options.poll_interval)
             return False
         self._delivered[key] = tail.state
+        refresh_report(self.sink, self.health, key[0], key[1])
         health = self.health.source(key[0], key[1])
         records, unparsed = delivered or (0, 0)
         health.saw(len(lines), tail.stats.bytes_read - bytes_before, records, unparsed)
