@@ -22,6 +22,6 @@ def mark_catch_up(batch: Batch, clock: SourceClock, lines: list[Line]) -> None:
         return
     clock.backlog_marked = True
     appeared_by = backlog.mtime - clock.skew_correction_s
-    data = {"source": batch.source, "path": batch.path, "from_offset": backlog.resume_offset,
+    data = {"path": batch.path, "from_offset": backlog.resume_offset,
             "to_offset": backlog.size, "bytes": backlog.size - backlog.resume_offset, "appeared_by": appeared_by}
     batch.events.append(EventRow(CATCHUP_EVENT, appeared_by, lines[0].line_no, data))
