@@ -9,6 +9,7 @@ would write are played by the test (naive UTC+8 stamps of the skewed clock, mtim
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import shutil
@@ -209,3 +210,31 @@ def _zone(name: str) -> dt.tzinfo:
     from zoneinfo import ZoneInfo
 
     return ZoneInfo(name)
+
+
+FAKE_NVIDIA_SMI = """#!/bin/sh
+# nvidia-smi's query loop as it prints on the host: a naive stamp of the host's local time
+while true; do
+  echo "$(date '+%Y/%m/%d %H:%M:%S.%3N'), 0, 97, 39287, 81559, 687.74, 61"
+  sleep 0.2
+done
+"""
+
+
+def test_nvidia_smi_stamps_in_the_hosts_zone_sit_at_now(tmp_path: Path, shanghai: Sshd) -> None:
+    set_skew(shanghai, 0)
+    fake = shanghai.bin_dir / "nvidia-smi"
+    fake.write_text(FAKE_NVIDIA_SMI)
+    fake.chmod(0o755)
+    (tmp_path / "server.log").write_text("")
+    config = host_config(tmp_path, shanghai)
+    config = Config(server=config.server, hosts=(dataclasses.replace(config.hosts[0], gpu=True),))
+    started_at = time.time()
+    services = started(build_services(config))
+    try:
+        wait_until(lambda: len(stored(services, "gpu_util_pct")) >= 3, timeout=30)
+        times = [t for t, _ in stored(services, "gpu_util_pct")]
+        assert all(started_at - 1 <= t <= time.time() for t in times), [t - started_at for t in times]
+    finally:
+        services.stop()
+        fake.unlink()
