@@ -8,6 +8,7 @@ were UTC (what `parsers.timestamps.to_epoch` gives), so wall epoch - offset = th
 A file's writer may log in another zone than the login shell (a container in UTC on a host in
 UTC+8), so the file's own evidence wins: its newest line was written moments before its mtime,
 hence wall epoch of that line - mtime is the writer's offset, give or take the write latency.
+Only offsets zones really use count, and only a latency of up to MATCH_TOLERANCE_S.
 Host clock skew cancels out of that difference (both come from the host's clock).
 """
 
@@ -16,9 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-HALF_HOUR_S = 1800
-# Zones off the half-hour grid that are in use (Nepal, Australia's Eucla, Chatham Islands).
-QUARTER_HOUR_OFFSETS_S = (5 * 3600 + 2700, 8 * 3600 + 2700, 12 * 3600 + 2700)
+HOUR_S = 3600
+# The offsets off the whole hour that zones use (tzdata): Marquesas, Newfoundland, Iran, Afghanistan,
+# India, Nepal, Myanmar, Eucla, central Australia, Lord Howe, Chatham. Only real offsets are
+# candidates, so a line 31 min older than mtime is never taken for a "UTC-0:30" writer's.
+FRACTIONAL_OFFSETS_S = tuple(
+    round(hours * 3600)
+    for hours in (-9.5, -3.5, -2.5, 3.5, 4.5, 5.5, 5.75, 6.5, 8.75, 9.5, 10.5, 12.75, 13.75)
+)
 MAX_OFFSET_S = 14 * 3600  # Kiribati; -12 h is the other end
 # How far the newest line may lie before mtime: the write latency of a buffered logger. Below a
 # quarter hour, so a line 40 min older than mtime is never mistaken for a UTC-0:30 writer's.
@@ -102,8 +108,7 @@ def infer_file_offset(newest_wall_epoch: float, mtime: float,
     """The zone offset (s) that puts the file's newest naive stamp just before its mtime; None
     when no real offset does (an old stamp in a file touched later, a line without a stamp)."""
     gap = newest_wall_epoch - mtime  # = offset - write latency
-    candidates = [round(gap / HALF_HOUR_S) * HALF_HOUR_S]
-    candidates += [sign * q for q in QUARTER_HOUR_OFFSETS_S for sign in (1, -1)]
+    candidates = [round(gap / HOUR_S) * HOUR_S, *FRACTIONAL_OFFSETS_S]
     best = min(candidates, key=lambda offset: abs(gap - offset))
     if abs(best) > MAX_OFFSET_S or best < -12 * 3600:
         return None

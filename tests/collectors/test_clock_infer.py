@@ -90,6 +90,7 @@ def test_no_zone_explains_an_old_line_or_a_line_after_mtime() -> None:
     assert infer_file_offset(wall("2026-02-24T12:49:14"), mtime) is None  # a log from months ago
     assert infer_file_offset(wall("2026-12-03T12:01:00"), mtime) is None  # written after its own mtime?
     assert infer_file_offset(wall("2026-12-04T03:00:00"), mtime) is None  # +15 h: no such zone
+    assert infer_file_offset(wall("2026-12-03T11:28:20"), mtime) is None  # 31 min old: no zone is -0:30
 
 
 def test_zone_names() -> None:
