@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kvwatch.collectors.base import Transport
-from kvwatch.collectors.clock import probe_files
+from kvwatch.collectors.clock import probe_files, probe_host
 from kvwatch.collectors.clock_infer import HostClock
 from kvwatch.collectors.health import HostHealth
 from kvwatch.collectors.tail import Tail
@@ -48,3 +48,19 @@ def refresh_report(sink: object, health: HostHealth, kind: str, path: str) -> No
     report = getattr(sink, "clock_report", None)
     if report is not None:
         health.source(kind, path).clock = report(kind, path)
+
+
+def reprobe_host(transport: Transport, sink: object, health: HostHealth, clock: HostClock | None,
+                 tails: dict[tuple[str, str], Tail]) -> HostClock | None:
+    """Read the host's clock again during a long connection: skew drifts on a host without NTP, and
+    a zone known only by its offset changes with DST. The sink retimes its sources (`retime`)."""
+    fresh = probe_host(transport)
+    if fresh is None:
+        return clock
+    health.clock = host_clock_dict(fresh)
+    retime = getattr(sink, "retime", None)
+    if retime is not None:
+        retime(fresh)
+        for kind, path in tails:
+            refresh_report(sink, health, kind, path)
+    return fresh

@@ -8,6 +8,7 @@ parser of the source's kind (its own state untouched) to infer the writer's zone
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -17,6 +18,7 @@ from kvwatch.collectors.clock_infer import HostClock, infer_file_offset
 from kvwatch.parsers import create_parser
 from kvwatch.parsers.timestamps import to_epoch
 
+RETIME_MIN_S = 1.0
 PARSER_OF_SOURCE = {"server_log": "auto", "client_log": "client", "gpu": "nvidia-smi"}
 
 
@@ -40,6 +42,17 @@ class SourceClocks:
         clock = SourceClock(choice, skew, backlog)
         self._clocks[(kind, path)] = clock
         return clock.report()
+
+    def retime(self, host: HostClock) -> None:
+        """A newer reading of the host's clock: its skew, and its offset for sources read in the
+        login shell's fixed offset. A change of the skew correction below RETIME_MIN_S is left out,
+        so the series do not step back and forth by the measurement's noise."""
+        self.host = host
+        for clock in self._clocks.values():
+            if abs(host.skew_correction_s - clock.skew_correction_s) >= RETIME_MIN_S:
+                clock.skew_correction_s = host.skew_correction_s
+            if clock.choice.basis == "host shell" and clock.choice.timezone is None:
+                clock.choice = dataclasses.replace(clock.choice, utc_offset_s=host.utc_offset_s)
 
     def live(self, kind: str) -> SourceClock:
         """GPU samples: stamped by nvidia-smi in the host's zone; no file, so no backlog."""

@@ -47,6 +47,10 @@ class StoreSink:
         """The host loop's clock facts for a source (on every connect); returns what health shows."""
         return self.clocks.observe(kind, path, host, probe, resume_offset)
 
+    def retime(self, host: HostClock) -> None:
+        """The host's clock read again during a connection (collectors/host_clock.py)."""
+        self.clocks.retime(host)
+
     def clock_report(self, kind: str, path: str) -> dict[str, Any] | None:
         clock = self.clocks.get(kind, path)
         return clock.report() if clock is not None else None

@@ -238,3 +238,28 @@ def test_nvidia_smi_stamps_in_the_hosts_zone_sit_at_now(tmp_path: Path, shanghai
     finally:
         services.stop()
         fake.unlink()
+
+
+def test_skew_that_appears_during_a_connection_is_measured_again_and_taken_off(
+    tmp_path: Path, shanghai: Sshd
+) -> None:
+    set_skew(shanghai, 0)
+    log = tmp_path / "server.log"
+    log.write_text("")
+    services = build_services(host_config(tmp_path, shanghai))
+    follower = services.collectors["gpu1"].follower
+    follower.options = dataclasses.replace(follower.options, clock_interval=0.3)
+    started(services)
+    try:
+        wait_until(lambda: follower.health.clock.get("clock_skew_s") is not None, timeout=30)
+        set_skew(shanghai, -1800)  # the host's clock is stepped back half an hour
+        wait_until(lambda: follower.health.clock["clock_skew_s"] < -1790, timeout=30)
+        now = float(int(time.time()))
+        write_decodes(log, [now], 1, UTC8, ahead_s=-1800)
+        wait_until(lambda: len(stored(services, "running_req")) == 1, timeout=30)
+        assert stored(services, "running_req")[0][0] == pytest.approx(now, abs=0.5)
+        source = follower.health.as_dict()["sources"]["server_log"]["clock"]
+        assert source["skew_corrected_s"] == pytest.approx(-1800, abs=0.5)
+    finally:
+        set_skew(shanghai, 0)
+        services.stop()

@@ -132,3 +132,16 @@ def test_timezone_key_is_validated() -> None:
     assert "\n" not in message and "kvwatch.toml: hosts['gpu1'].timezone: unknown zone 'Asia/Shangai'" in message
     with pytest.raises(ConfigError, match=r"timezone: expected str"):
         parse_config({"hosts": [{**host, "timezone": 8}]})
+
+
+def test_a_newer_host_reading_retimes_skew_and_the_shells_fixed_offset() -> None:
+    clocks = SourceClocks()
+    posix_tz_host = HostClock(-18000, 0.0, None, "EST")  # TZ=EST5EDT-like: only an offset is known
+    clocks.observe("server_log", "/a", posix_tz_host, None, 0)
+    clocks.observe("client_log", "/b", posix_tz_host, FileProbe(1000.0, 10, ()), 0)
+    clocks.retime(HostClock(-14400, 5.0, None, "EDT"))
+    server_log = clocks.get("server_log", "/a")
+    assert server_log is not None and server_log.skew_correction_s == 5.0
+    assert server_log.report()["utc_offset_s"] == -14400
+    clocks.retime(HostClock(-14400, 5.4, None, "EDT"))  # a change inside the noise: left alone
+    assert server_log.skew_correction_s == 5.0
