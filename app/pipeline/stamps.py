@@ -78,6 +78,7 @@ class SourceClock:
         self.backlog_marked = False  # its catch-up event is stored (app/pipeline/catchup.py)
         self._zone = ZoneInfo(choice.timezone) if choice.timezone else None
         self._last_utc: float | None = None
+        self._hour_offsets: dict[int, tuple[int, int] | None] = {}  # wall hour -> (fold 0, fold 1) offsets
         self.explicit = 0  # records whose stamp carried its own offset
 
     def appeared_at(self, offset: int, now: float) -> float:
@@ -106,15 +107,33 @@ class SourceClock:
         """A naive stamp's wall epoch (read as if UTC) -> the UTC epoch in this source's zone."""
         if self._zone is None:
             return wall - self.choice.utc_offset_s
-        naive = dt.datetime.fromtimestamp(wall, dt.UTC).replace(tzinfo=None)
-        first = naive.replace(tzinfo=self._zone, fold=0).timestamp()
-        second = naive.replace(tzinfo=self._zone, fold=1).timestamp()
+        first, second = self._readings(wall)
         # fold=1 is later only inside a repeated hour; in a skipped hour it is earlier: keep fold=0.
         chosen = first
         if second > first and self._last_utc is not None and first < self._last_utc - FOLD_BACKSTEP_S:
             chosen = second
         self._last_utc = chosen if self._last_utc is None else max(self._last_utc, chosen)
         return chosen
+
+    def _readings(self, wall: float) -> tuple[float, float]:
+        """Both zoneinfo readings (fold 0 and 1) of a wall time as UTC epochs. zoneinfo costs ~50 us a
+        stamp, so each wall hour's offsets are kept when they hold for the whole hour (checked at
+        both its ends: a zone that changes at half past is resolved stamp by stamp there)."""
+        hour = int(wall // 3600)
+        if hour not in self._hour_offsets:
+            if len(self._hour_offsets) > 4096:  # a catch-up of months: keep memory bounded
+                self._hour_offsets.clear()
+            start, end = self._offsets(hour * 3600.0), self._offsets(hour * 3600.0 + 3599.0)
+            self._hour_offsets[hour] = start if start == end else None
+        offsets = self._hour_offsets[hour] or self._offsets(wall)
+        return wall - offsets[0], wall - offsets[1]
+
+    def _offsets(self, wall: float) -> tuple[int, int]:
+        naive = dt.datetime.fromtimestamp(wall, dt.UTC).replace(tzinfo=None)
+        first = naive.replace(tzinfo=self._zone, fold=0).utcoffset()
+        second = naive.replace(tzinfo=self._zone, fold=1).utcoffset()
+        assert first is not None and second is not None
+        return int(first.total_seconds()), int(second.total_seconds())
 
     def _local_day(self, now: float) -> dt.date:
         """Time-only stamps take the writer's local date, not kvwatch's UTC one."""
