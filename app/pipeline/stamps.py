@@ -13,17 +13,19 @@ has gone back, the later reading (fold=1) is the one that keeps the series monot
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from kvwatch.collectors.clock_infer import HostClock, is_zone_name
+from kvwatch.collectors.clock_infer import HostClock, is_zone_name, parse_offset
 from kvwatch.parsers.timestamps import to_epoch
 
 OffsetFrom = Literal["config", "detected", "explicit", "assumed"]
 # Lines of different ranks or threads may come a little out of order; a step back by more than this
 # inside an ambiguous hour is the fall-back itself.
 FOLD_BACKSTEP_S = 600.0
+ZONED_STAMP = re.compile(r"(.*\d:\d\d(?:[.,]\d+)?)\s?(Z|[+-]\d\d:?\d\d)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,9 @@ class SourceClock:
         if not isinstance(ts, str):
             return None
         explicit = record.get("utc_offset_s")
+        zoned = ZONED_STAMP.fullmatch(ts)
+        if zoned is not None and explicit is None:  # `...Z` / `...+08:00` left on the stamp itself
+            ts, explicit = zoned.group(1), parse_offset(zoned.group(2))
         wall = to_epoch(ts, self._local_day(now))
         if wall is None:
             return None

@@ -84,6 +84,13 @@ def test_fixed_offset_skew_and_explicit_offsets() -> None:
     assert clock.report()["offset_from"] == "explicit" and clock.explicit == 1
 
 
+@pytest.mark.parametrize("stamp", ["2026-12-03T15:00:00Z", "2026-12-03T23:00:00+08:00", "2026-12-03 10:00:00-0500"])
+def test_a_zone_left_on_the_stamp_is_honoured(stamp: str) -> None:
+    clock = SourceClock(ZoneChoice("config", "timezone key", timezone="Asia/Tokyo"))
+    assert clock.record_time({"ts": stamp}, 0) == utc("2026-12-03T15:00:00+00:00")
+    assert clock.report()["offset_from"] == "explicit"
+
+
 def test_time_only_stamps_take_the_writers_local_day() -> None:
     clock = SourceClock(ZoneChoice("detected", "host shell", 28800))
     now = utc("2026-12-03T17:00:00+00:00")  # already Dec 4 in UTC+8
