@@ -263,3 +263,32 @@ def test_skew_that_appears_during_a_connection_is_measured_again_and_taken_off(
     finally:
         set_skew(shanghai, 0)
         services.stop()
+
+
+def test_client_progress_lines_sit_when_they_appeared_and_the_backlog_is_marked(
+    tmp_path: Path, shanghai: Sshd
+) -> None:
+    """tqdm lines carry no stamp: the backlog found at connect sits at the file's mtime (written
+    while kvwatch was away), lines appended later at the time they are read."""
+    set_skew(shanghai, 0)
+    (tmp_path / "server.log").write_text("")
+    client_log = tmp_path / "client.log"
+    client_log.write_text("".join(f" {n}%|#     | {n}/100 [00:10<00:20,  2.00it/s]\n" for n in range(1, 21)))
+    backlog_bytes = client_log.stat().st_size
+    written_at = float(int(time.time())) - 900  # the client's last line, 15 min before kvwatch came back
+    os.utime(client_log, (written_at, written_at))
+    config = host_config(tmp_path, shanghai)
+    config = Config(server=config.server, hosts=(dataclasses.replace(config.hosts[0], client_log=str(client_log)),))
+    services = started(build_services(config))
+    try:
+        wait_until(lambda: len(stored(services, "client_done")) == 20, timeout=30)
+        assert {t for t, _ in stored(services, "client_done")} == {written_at}
+        with client_log.open("a") as handle:
+            handle.write(" 21%|#     | 21/100 [00:10<00:20,  2.00it/s]\n")
+        appended_at = time.time()
+        wait_until(lambda: len(stored(services, "client_done")) == 21, timeout=30)
+        assert appended_at - 0.5 <= stored(services, "client_done")[-1][0] <= time.time()
+        marks = services.store.events("gpu1", kinds=(CATCHUP_EVENT,))
+        assert [(m["source"], m["t"], m["to_offset"]) for m in marks] == [("client_log", written_at, backlog_bytes)]
+    finally:
+        services.stop()
