@@ -40,6 +40,9 @@ class SourceClocks:
         backlog = Backlog(probe.size, probe.mtime, resume_offset) if probe is not None else None
         skew = host.skew_correction_s if host is not None else 0.0
         clock = SourceClock(choice, skew, backlog)
+        before = self._clocks.get((kind, path))
+        if before is not None and before.choice == choice:  # a reconnect inside a repeated hour
+            clock.continue_from(before)
         self._clocks[(kind, path)] = clock
         return clock.report()
 

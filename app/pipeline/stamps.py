@@ -83,6 +83,10 @@ class SourceClock:
         self._hour_offsets: dict[int, tuple[int, int] | None] = {}  # wall hour -> (fold 0, fold 1) offsets
         self.explicit = 0  # records whose stamp carried its own offset
 
+    def continue_from(self, before: SourceClock) -> None:
+        """Keep the fold rule's memory and the explicit count of the same file's previous clock."""
+        self._last_utc, self.explicit = before._last_utc, before.explicit
+
     def appeared_at(self, offset: int, now: float) -> float:
         """When a line without a stamp (ending at byte `offset`) appeared: read live, now; part of
         the backlog found at connect, the file's mtime then (host clock, skew taken off)."""

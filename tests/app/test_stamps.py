@@ -152,3 +152,15 @@ def test_a_newer_host_reading_retimes_skew_and_the_shells_fixed_offset() -> None
     assert server_log.report()["utc_offset_s"] == -14400
     clocks.retime(HostClock(-14400, 5.4, None, "EDT"))  # a change inside the noise: left alone
     assert server_log.skew_correction_s == 5.0
+
+
+def test_a_reconnect_inside_the_repeated_hour_keeps_the_log_order() -> None:
+    clocks = SourceClocks("America/New_York")
+    clocks.observe("server_log", "/a", None, None, 0)
+    first = clocks.get("server_log", "/a")
+    assert first is not None
+    times(first, ["2026-11-01T01:50:00", "2026-11-01T01:05:00"])  # the wall clock went back
+    clocks.observe("server_log", "/a", None, None, 0)  # SSH dropped and came back
+    again = clocks.get("server_log", "/a")
+    assert again is not first and again is not None
+    assert times(again, ["2026-11-01T01:10:00"]) == [utc("2026-11-01T06:10:00+00:00")]  # still EST
