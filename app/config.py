@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from kvwatch.app.errors import ConfigError
+from kvwatch.collectors.clock_infer import is_zone_name
 
 SERVER_KEYS = frozenset({"host", "port", "database", "token", "data_dir", "webhook", "retention_days"})
 HOST_KEYS = frozenset(
     {
         "name", "ssh", "identity_file", "known_hosts", "server_log", "client_log", "outputs",
         "target_completions", "launch", "presets", "vetoes", "alerts", "restart", "metrics_port", "gpu",
+        "timezone",
     }
 )
 TOP_KEYS = frozenset({"server", "hosts", "presets", "vetoes", "alerts"})
@@ -54,6 +56,7 @@ class HostConfig:
     metrics_port: int | None = None
     gpu: bool = False
     tables: dict[str, Any] = field(default_factory=dict)
+    timezone: str | None = None  # IANA zone of the host's naive log stamps; None = detected
 
     @property
     def is_local(self) -> bool:
@@ -162,7 +165,15 @@ def _parse_host(table: Any, index: int, where: str) -> HostConfig:
         metrics_port=_typed(table, "metrics_port", int, where, label, None),
         gpu=_typed(table, "gpu", bool, where, label, False),
         tables=tables,
+        timezone=_timezone(table, where, label),
     )
+
+
+def _timezone(table: dict[str, Any], where: str, label: str) -> str | None:
+    zone: str | None = _typed(table, "timezone", str, where, label, None)
+    if zone is not None and not is_zone_name(zone):
+        raise ConfigError(f'{where}: {label}timezone: unknown zone {zone!r} (an IANA name such as "Asia/Shanghai")')
+    return zone
 
 
 def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:

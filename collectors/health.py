@@ -40,6 +40,8 @@ class SourceHealth:
     copies_drained: int = 0  # truncations whose unread rest was recovered from the copy
     lost_generations: int = 0  # a rotated file vanished before it was read to its end
     last_line_at: float | None = None
+    # the zone offset used for this source's naive stamps and how it was found (app/pipeline/stamps.py)
+    clock: dict[str, Any] | None = None
 
     def saw(self, lines: int, nbytes: int, records: int, unparsed: int) -> None:
         self.lines += lines
@@ -67,6 +69,7 @@ class HostHealth:
     since: float = field(default_factory=time.time)
     next_retry_in: float | None = None
     sources: dict[str, SourceHealth] = field(default_factory=dict)
+    clock: dict[str, Any] = field(default_factory=dict)  # utc_offset_s, timezone, clock_skew_s (host_clock.py)
 
     def set_state(self, state: HostState, error: str | None = None) -> None:
         if state != self.state:
@@ -106,6 +109,10 @@ class HostHealth:
             "next_retry_in": self.next_retry_in,
             "client_log_stale": self.client_log_stale(),
             "sources": sources,
+            "utc_offset_s": self.clock.get("utc_offset_s"),
+            "timezone": self.clock.get("timezone"),
+            "clock_skew_s": self.clock.get("clock_skew_s"),
+            "clock_skew_corrected": bool(self.clock.get("clock_skew_corrected")),
         }
 
 

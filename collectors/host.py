@@ -25,8 +25,11 @@ from typing import NamedTuple, Protocol
 
 from kvwatch.collectors.backoff import Backoff
 from kvwatch.collectors.base import AuthFailed, CollectorError, FileStat, Line, Transport
+from kvwatch.collectors.clock import probe_host
+from kvwatch.collectors.clock_infer import HostClock
 from kvwatch.collectors.gpu import GpuSampler
 from kvwatch.collectors.health import HOST_KEY_REJECTED, HostHealth, tail_counters
+from kvwatch.collectors.host_clock import host_clock_dict, observe_files, refresh_report, reprobe_host
 from kvwatch.collectors.lines import LineSplitter
 from kvwatch.collectors.metrics import scrape
 from kvwatch.collectors.tail import UNKNOWN, Tail, Unknown
@@ -57,6 +60,7 @@ class HostOptions:
     metrics_interval: float = 5.0
     gpu_interval: float = 1.0  # GPU samples are handed to the sink this often (one transaction each)
     wake: bool = True  # a `tail -F` wake-up stream; False = poll every poll_interval only
+    clock_interval: float = 600.0  # the host's clock is read again this often (skew drift, zone change)
 
 
 class Delivered(NamedTuple):
@@ -92,6 +96,7 @@ class HostFollower:
         self.health = HostHealth()
         self.on_health = on_health or (lambda health: None)
         self.tails: dict[tuple[str, str], Tail] = {}
+        self.clock: HostClock | None = None  # the host's zone and skew, read on every connect
         self._delivered: dict[tuple[str, str], TailState | None] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"kvwatch-host-{name}", daemon=True)
@@ -155,10 +160,15 @@ class HostFollower:
     def _follow(self, transport: Transport) -> None:
         for tail in self.tails.values():  # a new connection: every tail continues on it
             tail.rebind(transport)
+        # every connect: the host's zone and skew, then each file's backlog (a reconnect is a catch-up)
+        self.clock = probe_host(transport)
+        self.health.clock = host_clock_dict(self.clock)
         self._discover(transport)
+        self._observe(transport, list(self.tails))
         watch = self._watch(transport)
         gpu = GpuSampler(transport) if self.options.gpu else None
         next_glob = time.monotonic() + self.options.glob_interval
+        next_clock = time.monotonic() + self.options.clock_interval
         next_metrics = next_gpu = 0.0
         try:
             while not self._stop.is_set():
@@ -169,17 +179,30 @@ class HostFollower:
                 if self.options.metrics_port and time.monotonic() >= next_metrics:
                     next_metrics = time.monotonic() + self.options.metrics_interval
                     self._scrape(transport, self.options.metrics_port)
+                if time.monotonic() >= next_clock:
+                    next_clock = time.monotonic() + self.options.clock_interval
+                    self.clock = reprobe_host(transport, self.sink, self.health, self.clock, self.tails)
                 if time.monotonic() >= next_glob:
                     next_glob = time.monotonic() + self.options.glob_interval
-                    if self._discover(transport):
-                        watch.close()
-                        watch = self._watch(transport)
+                    watch = self._rediscover(transport, watch)
                 if not watch.wait(self.options.poll_interval) and not watch.active:
                     self._stop.wait(self.options.poll_interval)
         finally:
             watch.close()
             if gpu is not None:
                 gpu.close()
+
+    def _rediscover(self, transport: Transport, watch: Watch) -> Watch:
+        """Expand the globs again; new files are clocked and the wake-up stream covers them."""
+        known = set(self.tails)
+        if not self._discover(transport):
+            return watch
+        self._observe(transport, [key for key in self.tails if key not in known])
+        watch.close()
+        return self._watch(transport)
+
+    def _observe(self, transport: Transport, keys: list[tuple[str, str]]) -> None:
+        observe_files(transport, self.sink, self.health, self.clock, self.tails, keys)
 
     def _watch(self, transport: Transport) -> Watch:
         return Watch(transport, sorted(path for _, path in self.tails) if self.options.wake else [])
@@ -227,6 +250,7 @@ class HostFollower:
             self._stop.wait(self.options.poll_interval)
             return False
         self._delivered[key] = tail.state
+        refresh_report(self.sink, self.health, key[0], key[1])
         health = self.health.source(key[0], key[1])
         records, unparsed = delivered or (0, 0)
         health.saw(len(lines), tail.stats.bytes_read - bytes_before, records, unparsed)

@@ -29,6 +29,22 @@ def trailing_rate(
     return np.ascontiguousarray(t[usable]), np.ascontiguousarray(rate)
 
 
+def drop_unobserved(
+    rt: npt.NDArray[np.float64], rv: npt.NDArray[np.float64], t: npt.NDArray[np.float64],
+    window: float, marks: list[float],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Rates from `trailing_rate(t, ...)` minus those whose window reaches back across a catch-up
+    mark (app/pipeline/catchup.py): the step at a mark happened while nobody read the file, so a
+    rate over it would show an average as if it had been observed."""
+    if not marks or not len(rt):
+        return rt, rv
+    starts = t[np.searchsorted(t, rt - window, side="left")]
+    marked = np.asarray(sorted(marks))
+    # a mark m lies in (window start, rate time]: count marks <= rt minus marks <= start
+    crossed = np.searchsorted(marked, rt, side="right") > np.searchsorted(marked, starts, side="right")
+    return np.ascontiguousarray(rt[~crossed]), np.ascontiguousarray(rv[~crossed])
+
+
 def eta(store: Store, host: str, target: int | None, now: float) -> dict[str, Any] | None:
     """Done so far, recent pace and when `target` completions will be reached at that pace."""
     last = store.latest(host, "completions")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter
 
@@ -30,6 +32,21 @@ def list_hosts(services: ServicesDep) -> list[dict[str, Any]]:
                 "metrics": services.store.metrics(host.name),
                 "progress": eta(services.store, host.name, host.target_completions, time.time()),
                 **health,
+                **configured_zone(host.timezone, health),
             }
         )
     return out
+
+
+def configured_zone(zone: str | None, health: dict[str, Any]) -> dict[str, Any]:
+    """A `timezone` key overrides detection: shown as the host's zone, the detected one kept beside."""
+    if zone is None:
+        return {"timezone_from": "detected" if health.get("utc_offset_s") is not None else "assumed"}
+    now = dt.datetime.now(ZoneInfo(zone)).utcoffset()
+    return {
+        "timezone": zone,
+        "utc_offset_s": int(now.total_seconds()) if now is not None else None,
+        "timezone_from": "config",
+        "detected_timezone": health.get("timezone"),
+        "detected_utc_offset_s": health.get("utc_offset_s"),
+    }

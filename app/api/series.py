@@ -13,9 +13,10 @@ from fastapi import APIRouter, HTTPException, Query
 
 from kvwatch.app.api.catalog import host_combine
 from kvwatch.app.api.deps import ServicesDep, require_host
-from kvwatch.app.api.derived import RATE_WINDOW_S, eta, trailing_rate
+from kvwatch.app.api.derived import RATE_WINDOW_S, drop_unobserved, eta, trailing_rate
 from kvwatch.app.api.points import as_pairs, downsample, read_points, run_window
 from kvwatch.app.metrics_catalog import info
+from kvwatch.app.pipeline.catchup import CATCHUP_EVENT
 from kvwatch.app.services import Services
 
 router = APIRouter(tags=["series"])
@@ -73,7 +74,12 @@ def _completion_rate(
     ahead = None if since is None else since - RATE_WINDOW_S
     (t, v), width = read_points(services.store, host, "completions", rank=rank, since=ahead, until=until,
                                 max_points=max_points)
-    rt, rv = trailing_rate(t, v, max(RATE_WINDOW_S, 2.0 * (width or 0)))
+    window = max(RATE_WINDOW_S, 2.0 * (width or 0))
+    rt, rv = trailing_rate(t, v, window)
+    marks = services.store.events(host, kinds=(CATCHUP_EVENT,), since=None if ahead is None else ahead - window)
+    # an output file's series (rank = its path) only minds its own file's catch-ups
+    steps = [float(m["t"]) for m in marks if m.get("source") == "outputs" and (not rank or m.get("path") == rank)]
+    rt, rv = drop_unobserved(rt, rv, t, window, steps)
     if since is not None:
         keep = rt > since
         rt, rv = rt[keep], rv[keep]

@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterable
 
 from kvwatch.app.pipeline.rows import RankAggregator, record_rows
+from kvwatch.app.pipeline.stamps import SourceClock
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.tail_state import TailState
@@ -28,31 +29,38 @@ class BatchBuilder:
         self.aggregator = RankAggregator()
 
     def from_lines(self, source: str, path: str, parser: LineParser | None, lines: list[Line],
-                   state: TailState | None) -> tuple[Batch, int, int]:
+                   state: TailState | None, clock: SourceClock | None = None) -> tuple[Batch, int, int]:
         """The batch for these lines with the tail's state after them; plus records and unparsed counts.
-        `parser` None: output files, whose complete lines are counted, never parsed."""
+        `parser` None: output files, whose complete lines are counted, never parsed.
+        `clock`: the file's zone, skew and backlog (naive stamps, and when unstamped lines appeared)."""
         batch = Batch(self.host, source, path, state=state.as_dict() if state else None)
         if not lines:  # a new generation without lines yet: only the state moves
             return batch, 0, 0
+        now = time.time()
         if parser is None:
-            sample = Sample("completions", path, time.time(), float(lines[-1].line_no))
-            self.add_samples(batch, [sample])
+            t = clock.appeared_at(lines[-1].offset, now) if clock else now
+            self.add_samples(batch, [Sample("completions", path, t, float(lines[-1].line_no))])
             return batch, len(lines), 0
         before = parser.health.unparsed
-        records: list[Record] = []
+        count = 0
         for line in lines:
-            records.extend(parser.feed(line.line_no, line.text))
-        self.add_records(batch, records)
-        return batch, len(records), parser.health.unparsed - before
+            records = parser.feed(line.line_no, line.text)
+            if records:
+                appeared = clock.appeared_at(line.offset, now) if clock else now
+                self.add_records(batch, records, now=appeared, clock=clock)
+                count += len(records)
+        return batch, count, parser.health.unparsed - before
 
-    def from_records(self, source: str, path: str, records: Iterable[Record], prefix: str = "") -> Batch:
+    def from_records(self, source: str, path: str, records: Iterable[Record], prefix: str = "",
+                     clock: SourceClock | None = None) -> Batch:
         batch = Batch(self.host, source, path)
-        self.add_records(batch, records, prefix)
+        self.add_records(batch, records, prefix, clock=clock)
         return batch
 
-    def add_records(self, batch: Batch, records: Iterable[Record], prefix: str = "") -> None:
+    def add_records(self, batch: Batch, records: Iterable[Record], prefix: str = "", now: float | None = None,
+                    clock: SourceClock | None = None) -> None:
         for record in records:
-            samples, events = record_rows(record)
+            samples, events = record_rows(record, now, clock)
             if prefix:
                 samples = [s._replace(metric=prefix + s.metric) for s in samples]
             self.add_samples(batch, samples)

@@ -45,7 +45,7 @@ class HostCollector:
         self.host = host
         self.store = store
         self.bus = bus
-        self.sink = StoreSink(host.name, store, bus)
+        self.sink = StoreSink(host.name, store, bus, timezone=host.timezone)
         options = HostOptions(poll_interval=interval, glob_interval=DISCOVER_EVERY_S, gpu=host.gpu,
                               metrics_port=host.metrics_port, metrics_interval=METRICS_EVERY_S,
                               gpu_interval=GPU_EVERY_S)

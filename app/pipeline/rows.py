@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from kvwatch.app.pipeline.aggregate import RankAggregator
+from kvwatch.app.pipeline.stamps import SourceClock
 from kvwatch.app.store.base import EventRow, Sample
 from kvwatch.parsers.timestamps import to_epoch
 
@@ -30,12 +31,20 @@ def rank_of(record: dict[str, Any]) -> str:
     return f"DP{tags['DP']}" if "DP" in tags else ""
 
 
-def record_rows(record: dict[str, Any], now: float | None = None) -> tuple[list[Sample], list[EventRow]]:
-    """One record's samples (kinds with series) or its event row (everything else)."""
+def record_rows(record: dict[str, Any], now: float | None = None,
+                clock: SourceClock | None = None) -> tuple[list[Sample], list[EventRow]]:
+    """One record's samples (kinds with series) or its event row (everything else).
+
+    `clock`: the source's zone and skew (app/pipeline/stamps.py); without one a naive stamp is UTC.
+    `now`: the time of a record without a stamp (when its line appeared), default the current time.
+    """
     ts = record.get("ts")
-    # Time-only stamps (SGLang 0.2/0.3) carry no date: take today's, as the line is being read now.
-    t = to_epoch(ts, dt.datetime.now(dt.UTC).date()) if isinstance(ts, str) else None
-    t = t if t is not None else (now if now is not None else time.time())
+    read_at = now if now is not None else time.time()
+    if clock is not None:
+        t = clock.record_time(record, read_at)
+    else:  # Time-only stamps (SGLang 0.2/0.3) carry no date: take today's, as the line is read now.
+        t = to_epoch(ts, dt.datetime.now(dt.UTC).date()) if isinstance(ts, str) else None
+    t = t if t is not None else read_at
     kind = str(record.get("kind", ""))
     if kind not in SAMPLE_KINDS:
         data = {k: v for k, v in record.items() if k not in ("kind", "line")}

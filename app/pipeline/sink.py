@@ -9,11 +9,16 @@ again (the parser has seen them: a traceback it held may come out twice, never a
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from kvwatch.app.bus import EventBus
 from kvwatch.app.pipeline.batches import METRICS_PREFIX, BatchBuilder, parser_for
+from kvwatch.app.pipeline.catchup import mark_catch_up
+from kvwatch.app.pipeline.clocks import SourceClocks
 from kvwatch.app.store.base import Batch, Store
 from kvwatch.collectors.base import Line
+from kvwatch.collectors.clock import FileProbe
+from kvwatch.collectors.clock_infer import HostClock
 from kvwatch.collectors.host import Delivered
 from kvwatch.collectors.tail_state import TailState
 from kvwatch.parsers import LineParser, Record, create_parser
@@ -23,9 +28,10 @@ PUBLISHED_EVENTS = {"capacity": "run", "server_args": "run", "event": "event"}
 
 
 class StoreSink:
-    def __init__(self, host: str, store: Store, bus: EventBus) -> None:
+    def __init__(self, host: str, store: Store, bus: EventBus, timezone: str | None = None) -> None:
         self.host, self.store, self.bus = host, store, bus
         self.builder = BatchBuilder(host)
+        self.clocks = SourceClocks(timezone)
         self._parsers: dict[tuple[str, str], LineParser | None] = {}
         self._gpu_parser = create_parser("nvidia-smi")
 
@@ -36,14 +42,32 @@ class StoreSink:
         self._parsers[(kind, path)] = parser_for(kind)
         return state
 
+    def observe_clock(self, kind: str, path: str, host: HostClock | None, probe: FileProbe | None,
+                      resume_offset: int = 0) -> dict[str, Any]:
+        """The host loop's clock facts for a source (on every connect); returns what health shows."""
+        return self.clocks.observe(kind, path, host, probe, resume_offset)
+
+    def retime(self, host: HostClock) -> None:
+        """The host's clock read again during a connection (collectors/host_clock.py)."""
+        self.clocks.retime(host)
+
+    def clock_report(self, kind: str, path: str) -> dict[str, Any] | None:
+        clock = self.clocks.get(kind, path)
+        return clock.report() if clock is not None else None
+
     def deliver(self, host: str, kind: str, path: str, lines: list[Line], state: TailState | None) -> Delivered:
         if kind in ("gpu", "metrics"):
             records, unparsed = self._parse_live(kind, lines)
+            # /metrics stamps are epoch milliseconds (UTC already): no zone to apply
+            clock = self.clocks.live(kind) if kind == "gpu" else None
             prefix = METRICS_PREFIX if kind == "metrics" else ""
-            self._commit(self.builder.from_records(kind, path, records, prefix=prefix))
+            self._commit(self.builder.from_records(kind, path, records, prefix=prefix, clock=clock))
             return Delivered(len(records), unparsed)
         parser = self._parsers.get((kind, path))
-        batch, n_records, unparsed = self.builder.from_lines(kind, path, parser, lines, state)
+        clock = self.clocks.get(kind, path)
+        batch, n_records, unparsed = self.builder.from_lines(kind, path, parser, lines, state, clock)
+        if clock is not None and lines:
+            mark_catch_up(batch, clock, lines)
         self._commit(batch)
         return Delivered(n_records, unparsed)
 
@@ -53,7 +77,7 @@ class StoreSink:
         records = parser.flush() if parser is not None else []
         if records:
             try:
-                self._commit(self.builder.from_records(kind, path, records))
+                self._commit(self.builder.from_records(kind, path, records, clock=self.clocks.get(kind, path)))
             except Exception as exc:  # lines already committed; only this late record is lost
                 log.error("%s: storing the end of a traceback in %s failed: %s", self.host, path, exc)
 
