@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from kvwatch.app.api import alerts, compare, events, export, hosts, metrics, restart, runs, series, stream
+from kvwatch.app.api import alerts, compare, diagnosis, events, export, hosts, metrics, restart, runs, series, stream
 
 ROUTERS: tuple[APIRouter, ...] = (
     hosts.router,
@@ -17,4 +17,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     metrics.router,
     stream.router,
     restart.router,
+    diagnosis.router,
 )
