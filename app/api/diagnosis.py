@@ -24,6 +24,8 @@ from kvwatch.app.flags.schema import Schema, bundled_versions, load_bundled, nor
 from kvwatch.app.services import Services
 
 router = APIRouter(tags=["diagnosis"])
+# POST only to carry a body: it changes nothing, so no token; the origin, size and rate bounds hold.
+READ_ONLY_POSTS = frozenset({"/api/hosts/{name}/predict"})
 
 
 class PredictBody(BaseModel):

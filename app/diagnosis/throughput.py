@@ -18,6 +18,9 @@ FloatArray = npt.NDArray[np.float64]
 MIN_BIN_SAMPLES = 5
 MIN_BINS = 2
 BINS = 24
+# Concurrencies measured must span this share of the largest before a line is fitted through them:
+# the noise of one plateau (72 +- 2 running) says nothing about the slope.
+MIN_SPREAD = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,7 @@ def fit_curve(running: FloatArray, throughput: FloatArray) -> Curve:
     order = np.argsort(centres)
     centres, medians = centres[order], medians[order]
     step = per_request = None
-    if len(centres) >= MIN_BINS and np.ptp(centres) > 0:
+    if len(centres) >= MIN_BINS and np.ptp(centres) >= MIN_SPREAD * centres[-1]:
         slope, intercept = np.polyfit(centres, centres / medians, 1)
         if slope > 0 and intercept > 0:
             step, per_request = float(intercept), float(slope)

@@ -26,7 +26,9 @@ def counter(first: float, per_step: float, n: int = N) -> Points:
     return points(START + STEP * np.arange(n), first + per_step * np.arange(n))
 
 
-def busy(usage: float, running: float, queue: float, throughput: float, tokens: float | None = None) -> dict[str, Points]:
+def busy(
+    usage: float, running: float | list[float], queue: float, throughput: float, tokens: float | None = None,
+) -> dict[str, Points]:
     series = {
         "token_usage": level(usage),
         "running_req": level(running),

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvwatch.app.diagnosis import VERDICTS, diagnose
+from kvwatch.app.diagnosis import VERDICTS, Diagnosis, diagnose
 from kvwatch.app.diagnosis.snapshot import points
 from tests.diagnosis.literal import START, STEP, T0, busy, counter, level, window
 
 
-def facts(result: object) -> dict[str, object]:
-    evidence = getattr(result, "evidence")
-    return {item["metric"]: item["value"] for item in evidence}
+def facts(result: Diagnosis) -> dict[str, object]:
+    return {item["metric"]: item["value"] for item in result.evidence}
 
 
 def test_the_saturated_088_run_is_kv_bound_with_its_numbers() -> None:
