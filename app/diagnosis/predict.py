@@ -16,6 +16,7 @@ FRACTION, DTYPE = "mem-fraction-static", "kv-cache-dtype"
 MAX_RUNNING, MAX_TOTAL = "max-running-requests", "max-total-tokens"
 DEFAULT_FRACTION = 0.85  # what the parameters of this kind of host default to when none was logged
 USABLE_USAGE = 0.95  # how full the scheduler keeps a pool that limits it (the run's own top if known)
+LOGGED_GIB = 0.05  # memory lines are logged with two decimals: differences below this are not differences
 # Flags whose effect on GPU memory the model does not know: a prediction with them says so.
 UNMODELED_MEMORY = frozenset({
     "tp-size", "dp-size", "attn-dp-size", "model-path", "quantization", "dtype", "context-length",
@@ -157,20 +158,20 @@ def risks(inputs: Inputs, merged: dict[str, Any], changes: dict[str, Any], pool:
     fraction = _fraction(merged)
     left = pool.left_after_graphs_gib
     if left is not None and pool.added_gib > 0 and left < 0:
-        found.append({"kind": "oom", "message": (
+        found.append({"kind": "oom", "severity": "certain", "message": (
             f"out of memory at start: the larger pool takes {pool.added_gib:.2f} GiB more per GPU, the running "
             f"config left {inputs.startup.available_after_graphs_gib:.2f} GiB after CUDA-graph capture")})
     elif left is not None and pool.added_gib > 0:
         ran = [p.available_after_graphs_gib for p in inputs.history if p.available_after_graphs_gib is not None]
         floor = min([*ran, inputs.startup.available_after_graphs_gib or left])
-        if left < floor:
-            found.append({"kind": "oom", "message": (
+        if left < floor - LOGGED_GIB:
+            found.append({"kind": "oom", "severity": "possible", "message": (
                 f"possible out of memory at start: {left:.2f} GiB would be left after CUDA-graph capture, "
                 f"less than any run of this host started with (least: {floor:.2f} GiB)")})
     for past in inputs.history:
         same_width = kv_label(past.dtype) == kv_label(merged.get(DTYPE)) or past.dtype == merged.get(DTYPE)
         if past.out_of_memory and past.fraction is not None and fraction >= past.fraction and same_width:
-            found.append({"kind": "oom", "message": (
+            found.append({"kind": "oom", "severity": "likely", "message": (
                 f"run {past.run_id} ran out of memory at start with --mem-fraction-static {past.fraction}")})
     unmodeled = sorted(n for n in changes if n in UNMODELED_MEMORY)
     if unmodeled:

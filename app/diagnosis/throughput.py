@@ -5,6 +5,10 @@ step, b: each request's own attention and KV reads), so the host makes n / (a + 
 it grows with n and saturates at 1/b. The two constants are fitted on this host's own
 (running requests, gen throughput) samples, binned by concurrency so that long plateaus do not
 outweigh the rest: n / throughput = a + b*n is a straight line in n.
+
+With one concurrency level measured there is no line to fit. Outside the measured range the truth
+then lies between two extremes: a step time that is all fixed cost (throughput proportional to n)
+and one that is all per-request cost (throughput flat); the prediction is their geometric mean.
 """
 
 from __future__ import annotations
@@ -46,7 +50,12 @@ class Curve:
             return float(running / (self.step_s + self.per_request_s * running))
         if not len(self.running):
             return None
-        return float(np.interp(running, self.running, self.throughput))
+        low, high = float(self.running[0]), float(self.running[-1])
+        if low <= running <= high:
+            return float(np.interp(running, self.running, self.throughput))
+        edge = low if running < low else high
+        flat = float(self.throughput[0] if running < low else self.throughput[-1])
+        return float(np.sqrt(flat * flat * running / edge))  # between flat and proportional
 
     def span(self) -> tuple[float, float] | None:
         return (float(self.running[0]), float(self.running[-1])) if len(self.running) else None
@@ -60,7 +69,8 @@ class Curve:
             assert self.step_s is not None and self.per_request_s is not None
             return (f"step time {self.step_s * 1000:.1f} ms + {self.per_request_s * 1000:.3f} ms per running "
                     f"request, fitted on {where}")
-        return f"interpolated between concurrency bins of {where}"
+        return (f"interpolated between concurrency bins of {where}; outside them, the geometric mean of flat "
+                "and proportional to running (too narrow a range to fit a step time)")
 
 
 def _bins(running: FloatArray, throughput: FloatArray) -> tuple[FloatArray, FloatArray]:

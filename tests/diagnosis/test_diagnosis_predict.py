@@ -126,10 +126,12 @@ def test_the_step_time_fit_recovers_the_host_constants() -> None:
     assert curve.at(72) == pytest.approx(72 / (0.050 + 0.00038 * 72), rel=0.01)
 
 
-def test_one_concurrency_level_is_interpolated_flat_not_extrapolated_by_a_fit() -> None:
+def test_one_concurrency_level_is_not_fitted_and_extrapolates_between_flat_and_proportional() -> None:
     curve = step_curve((72,))
     assert not curve.fitted
-    assert curve.at(150) == pytest.approx(curve.at(72))  # type: ignore[arg-type]
+    flat = curve.at(72)
+    assert flat is not None
+    assert curve.at(150) == pytest.approx((flat * flat * 150 / 72) ** 0.5, rel=0.02)
     assert "interpolated" in curve.describe()
 
 

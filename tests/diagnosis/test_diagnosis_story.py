@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kvwatch.app.compare import compare_runs, render
 from kvwatch.app.compare.offline import load_logs
 from kvwatch.app.config import HostConfig
 from kvwatch.app.diagnosis import diagnose_host, predict_host
@@ -83,3 +84,14 @@ def test_from_the_088_run_fp8_at_090_predicts_the_fp8_run(story: dict[str, Any])
     fp8_truth = story["played"][0].truth(story["played"][0].start_epoch + 600, story["played"][0].end_epoch)
     assert body["gen_throughput"] == pytest.approx(fp8_truth["gen_throughput"], rel=0.1)
     assert body["risks"] == []
+
+
+def test_the_compare_of_the_two_runs_ends_with_the_price_of_the_veto(story: dict[str, Any]) -> None:
+    fp8, saturating = story["runs"]
+    _, result = compare_runs(story["store"], [fp8, saturating], baseline=fp8.id, min_steady_s=300)
+    (entry,) = result["summaries"]
+    assert entry["run"] == saturating.id
+    text = entry["sentence"]
+    assert text.startswith("mem-fraction-static 0.88 instead of 0.9, bf16 KV instead of fp8_e4m3: -58 % KV tokens")
+    assert result["summary"] == text + "."
+    assert render(result, "markdown").rstrip().endswith(f"Price: {text}.")
