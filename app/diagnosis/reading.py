@@ -164,18 +164,23 @@ class GpuMemory:
 
 
 def gpu_memory(store: Store, host: str, runs: list[Run]) -> GpuMemory:
-    """Total memory of one GPU: nvidia-smi, else two runs of one KV dtype at two fractions, else assumed."""
+    """GiB of KV pool per unit of --mem-fraction-static: SGLang's total GPU memory by its formula.
+
+    Best measured between two runs of this host with one KV dtype at two fractions (it is then in the
+    units of the logged pool sizes, whatever SGLang counts as total); else nvidia-smi's memory.total;
+    else assumed, and said so."""
+    sized = [(f, s.kv_gib, str(r.flags.get("kv-cache-dtype", "auto")), r.id) for r in runs
+             if (s := startup_from_capacity(r.capacity)) is not None and s.kv_gib is not None
+             and (f := _fraction(r)) is not None]
+    for i, (f1, kv1, d1, id1) in enumerate(sized):
+        for f2, kv2, d2, id2 in sized[i + 1:]:
+            if d1 == d2 and abs(f2 - f1) >= 0.01 and kv1 is not None and kv2 is not None and kv2 != kv1:
+                return GpuMemory((kv2 - kv1) / (f2 - f1), f"pool growth per unit of fraction between runs {id1} "
+                                 f"and {id2} of this host")
     totals = [last[1] for rank in store.ranks(host, "gpu_mem_total_mib") if rank
               if (last := store.latest(host, "gpu_mem_total_mib", rank)) is not None and last[1] > 0]
     if totals:
         return GpuMemory(min(totals) / 1024.0, "nvidia-smi memory.total")
-    sized = [(f, s.kv_gib, str(r.flags.get("kv-cache-dtype", "auto"))) for r in runs
-             if (s := startup_from_capacity(r.capacity)) is not None and s.kv_gib is not None
-             and (f := _fraction(r)) is not None]
-    for i, (f1, kv1, d1) in enumerate(sized):
-        for f2, kv2, d2 in sized[i + 1:]:
-            if d1 == d2 and abs(f2 - f1) >= 0.01 and kv1 is not None and kv2 is not None:
-                return GpuMemory((kv2 - kv1) / (f2 - f1), "the KV pools of two runs of this host at two fractions")
     return GpuMemory(ASSUMED_GPU_GIB, "assumed (an H200): no nvidia-smi samples, no two runs to derive it from")
 
 

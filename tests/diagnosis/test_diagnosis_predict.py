@@ -9,7 +9,10 @@ import pytest
 
 from kvwatch.app.diagnosis.memory import predict_pool, startup_from_capacity
 from kvwatch.app.diagnosis.predict import Inputs, PastRun, Workload, predict
+from kvwatch.app.diagnosis.reading import gpu_memory
 from kvwatch.app.diagnosis.throughput import Curve, fit_curve, pair_samples
+from kvwatch.app.runs import Run
+from kvwatch.app.store.sqlite import SqliteStore
 
 H200_GIB = 140.4
 # The 0.88 run's startup lines as the story's server logged them: 159K tokens; the pool size is what
@@ -140,3 +143,17 @@ def test_each_throughput_sample_pairs_with_the_running_count_of_its_line() -> No
     running, throughput = pair_samples(t, np.asarray([10.0, 20.0, 30.0]), np.asarray([0.5, 2.0, 3.5]),
                                        np.asarray([1.0, 2.0, 3.0]))
     assert running.tolist() == [20.0, 30.0] and throughput.tolist() == [2.0, 3.0]
+
+
+def test_two_runs_of_one_dtype_measure_the_pool_growth_per_fraction() -> None:
+    def run(name: str, fraction: float, dtype: str, kv_gib: float) -> Run:
+        return Run(name, "gpu1", 0.0, flags={"mem-fraction-static": fraction, "kv-cache-dtype": dtype},
+                   capacity={"max_total_num_tokens": 1000, "kv_cache": {"kv_size": kv_gib}})
+
+    store = SqliteStore(":memory:")
+    runs = [run("a", 0.85, "auto", 11.36), run("b", 0.90, "fp8_e4m3", 18.38), run("c", 0.88, "auto", 15.57)]
+    measured = gpu_memory(store, "gpu1", runs)
+    assert measured.total_gib == pytest.approx((15.57 - 11.36) / 0.03)
+    assert "between runs a and c" in measured.source
+    assumed = gpu_memory(store, "gpu1", runs[:2])
+    assert assumed.total_gib == 140.4 and assumed.source.startswith("assumed")
