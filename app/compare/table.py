@@ -144,7 +144,7 @@ def run_entry(stats: RunStats, label: str) -> dict[str, Any]:
 def comparison(stats: list[RunStats], baseline: int = 0) -> dict[str, Any]:
     runs = [s.run for s in stats]
     diff = flag_diff(runs)
-    result = {
+    result: dict[str, Any] = {
         "baseline": runs[baseline].id,
         "runs": [run_entry(s, config_label(i, runs, diff)) for i, s in enumerate(stats)],
         "flag_diff": diff,
