@@ -130,6 +130,7 @@ def read_snapshot(
         client_seen_at=client[0] if client is not None and client[0] >= run.started_at else None,
         earlier=earlier, earlier_completion_rate=_earlier_rate(store, host.name, max(settled, start - 1800), start),
         failure=_failure(store, run), flags=dict(run.flags),
+        chunked_prefill_size=_int(capacity.get("chunked_prefill_size") or run.flags.get("chunked-prefill-size")),
     )
 
 

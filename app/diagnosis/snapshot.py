@@ -45,6 +45,7 @@ class Snapshot:
     earlier_completion_rate: float | None = None  # completions a second before the window
     failure: str | None = None  # the event that failed the run
     flags: dict[str, object] = field(default_factory=dict)  # the run's flags (`mem-fraction-static`: 0.88)
+    chunked_prefill_size: int | None = None  # the most prompt tokens one prefill batch computes
 
     def get(self, metric: str) -> Points:
         return self.series.get(metric, EMPTY)
@@ -69,6 +70,7 @@ class Signals:
     retract_events: int
     admitted: float  # prefill #new-seq in the window
     new_tokens: float | None  # prefill #new-token in the window (None: no prefill lines)
+    prefill_batch_p50: float | None  # median #new-token of one prefill batch
     cached_tokens: float | None  # prefill #cached-token in the window (None: not logged)
     completions_growth: float | None  # output-file lines added in the window (None: not counted)
     client_lines: int  # client progress lines in the window
@@ -117,6 +119,7 @@ def signals(snapshot: Snapshot) -> Signals:
         retract_events=len(snapshot.retractions),
         admitted=float(snapshot.get("new_seq")[1].sum()),
         new_tokens=float(prefill[1].sum()) if len(prefill[1]) else None,
+        prefill_batch_p50=_pct(prefill, 50),
         cached_tokens=float(cached[1].sum()) if len(cached[1]) else None,
         completions_growth=_growth(completions) if snapshot.outputs or len(completions[1]) else None,
         client_lines=len(snapshot.get("client_done")[1]),

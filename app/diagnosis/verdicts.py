@@ -21,6 +21,10 @@ VERDICTS = ("kv_bound", "client_bound", "concurrency_capped", "prefill_bound", "
             "hicache_idle", "client_stalled", "client_buffered", "starting", "idle", "unknown")
 WARMUP_S = 60.0  # after the ready line, the admission burst: not the steady state
 USAGE_TOP = 0.90
+# With a queue, usage from here up is KV-bound too when prefill batches are not full: SGLang admits a
+# request only if the free pool also covers the running requests' reserved future tokens.
+RESERVED_USAGE = 0.75
+FULL_PREFILL = 0.75  # a prefill batch this share of --chunked-prefill-size is a full one
 HEADROOM_USAGE = 0.90
 THRASH_SHARE = 0.75  # retracted per admitted request: most admissions end retracted, not finished
 THRASH_MIN_RETRACTED = 10
@@ -54,6 +58,21 @@ def _capped(snapshot: Snapshot, sig: Signals) -> bool:
 
 def _queued(sig: Signals) -> bool:
     return sig.queue_p50 is not None and sig.queue_p50 >= 1
+
+
+def _prefill_full(snapshot: Snapshot, sig: Signals) -> bool | None:
+    """Whether prefill batches fill the chunk (None: no prefill lines or no chunk size known)."""
+    if sig.prefill_batch_p50 is None or not snapshot.chunked_prefill_size:
+        return None
+    return sig.prefill_batch_p50 >= FULL_PREFILL * snapshot.chunked_prefill_size
+
+
+def _held_by_kv(snapshot: Snapshot, sig: Signals) -> bool:
+    if sig.usage_p50 is None:
+        return False
+    if sig.usage_p50 >= USAGE_TOP:
+        return _queued(sig) or sig.retracted > 0
+    return sig.usage_p50 >= RESERVED_USAGE and _queued(sig) and _prefill_full(snapshot, sig) is False
 
 
 def retracting(snapshot: Snapshot, sig: Signals) -> Finding | None:
@@ -114,11 +133,13 @@ def concurrency_capped(snapshot: Snapshot, sig: Signals) -> Finding | None:
 
 
 def kv_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
-    if sig.usage_p50 is None or sig.usage_p50 < USAGE_TOP or not (_queued(sig) or sig.retracted > 0):
+    if not _held_by_kv(snapshot, sig) or sig.usage_p50 is None:
         return None
+    top = (f"at the top (>= {USAGE_TOP})" if sig.usage_p50 >= USAGE_TOP else
+           f"the rest is reserved for the running requests' future tokens (prefill batches of "
+           f"{sig.prefill_batch_p50 or 0:,.0f} tokens are not full: prefill is not the limit)")
     finding = Finding("kv_bound").add(
-        "token_usage", sig.usage_p50, f"token usage median {sig.usage_p50:.2f} (p90 {sig.usage_p90:.2f}), "
-        f"at the top (>= {USAGE_TOP})")
+        "token_usage", sig.usage_p50, f"token usage median {sig.usage_p50:.2f} (p90 {sig.usage_p90:.2f}), {top}")
     if _queued(sig):
         finding.add("queue_req", sig.queue_p50, f"queue median {sig.queue_p50:.0f} requests waiting")
     if sig.retracted:
@@ -137,16 +158,18 @@ def kv_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
 def prefill_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
     if not _queued(sig) or sig.usage_p50 is None or sig.usage_p50 >= USAGE_TOP or sig.retracted:
         return None
+    if _prefill_full(snapshot, sig) is not True:  # a queue with small prefill batches waits on something else
+        return None
     finding = Finding("prefill_bound").add("queue_req", sig.queue_p50,
                                            f"queue median {sig.queue_p50:.0f} requests waiting")
     finding.add("token_usage", sig.usage_p50, f"token usage median {sig.usage_p50:.2f}: KV room is left")
     cap = snapshot.max_running_requests
     finding.add("running_req", sig.running_p50, f"running median {sig.running_p50 or 0:.0f}"
                 + (f", below --max-running-requests {cap}" if cap else ""))
-    if sig.new_tokens is not None:
-        finding.add("new_token", sig.new_tokens / max(snapshot.duration, 1.0),
-                    f"prefill {sig.new_tokens / max(snapshot.duration, 1.0):,.0f} new tokens/s: admission is paced "
-                    "by prefill")
+    rate = (sig.new_tokens or 0.0) / max(snapshot.duration, 1.0)
+    finding.add("new_token", sig.prefill_batch_p50, (
+        f"prefill batches of {sig.prefill_batch_p50 or 0:,.0f} tokens fill --chunked-prefill-size "
+        f"{snapshot.chunked_prefill_size} ({rate:,.0f} new tokens/s): admission is paced by prefill"))
     return finding
 
 

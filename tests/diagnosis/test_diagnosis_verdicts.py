@@ -50,13 +50,23 @@ def test_running_pinned_at_max_running_requests_is_concurrency_capped() -> None:
     assert advice["flags"] == {"max-running-requests": int(375_304 * 0.9 / (100_000 / 128))}
 
 
-def test_a_queue_with_kv_room_and_running_below_the_cap_is_prefill_bound() -> None:
+def test_a_queue_with_kv_room_and_full_prefill_batches_is_prefill_bound() -> None:
     series = busy(usage=0.45, running=40, queue=25, throughput=700)
-    series["new_token"] = level(8192.0)
-    result = diagnose(window(series, flags={"chunked-prefill-size": 4096}))
+    series["new_token"] = level([4096.0, 4096.0, 3900.0])
+    result = diagnose(window(series, flags={"chunked-prefill-size": 4096}, chunked_prefill_size=4096))
     assert result.verdict == "prefill_bound"
     assert facts(result)["queue_req"] == 25 and facts(result)["token_usage"] == 0.45
+    assert facts(result)["new_token"] == 4096.0
     assert result.suggestions[0]["flags"] == {"chunked-prefill-size": 8192}
+
+
+def test_a_queue_at_080_usage_with_small_prefill_batches_waits_on_the_kv_reservation() -> None:
+    series = busy(usage=0.82, running=60, queue=30, throughput=800, tokens=130_000)
+    series["new_token"] = level(900.0)
+    result = diagnose(window(series, chunked_prefill_size=8192))
+    assert result.verdict == "kv_bound"
+    assert "reserved for the running requests' future tokens" in result.evidence[0]["fact"]
+    assert diagnose(window(busy(usage=0.82, running=60, queue=30, throughput=800))).verdict == "unknown"
 
 
 def test_most_admissions_ending_retracted_is_thrashing() -> None:
