@@ -25,7 +25,7 @@ def _value(flag: str, value: object) -> str:
 
 def _choice(diff: list[dict[str, Any]], index: int, baseline: int) -> str:
     parts = []
-    for entry in diff:
+    for entry in sorted(diff, key=lambda e: e["flag"] != KV_DTYPE):  # the KV dtype, when it changed, first
         flag, values = entry["flag"], entry["values"]
         mine, theirs = _value(flag, values[index]), _value(flag, values[baseline])
         if mine == theirs:

@@ -37,7 +37,7 @@ def comparison() -> dict[str, Any]:
 
 def test_the_veto_of_fp8_in_one_sentence() -> None:
     result = comparison()
-    assert sentence(result, 1, 0) == ("mem-fraction-static 0.88 instead of 0.9, bf16 KV instead of fp8_e4m3: "
+    assert sentence(result, 1, 0) == ("bf16 KV instead of fp8_e4m3, mem-fraction-static 0.88 instead of 0.9: "
                                       "-58 % KV tokens, -52 % concurrency, -33 % tok/s, queue 0 -> 79")
     assert price(result) == [{"run": "gpu1-bf16", "sentence": sentence(result, 1, 0)}]
 

@@ -92,6 +92,6 @@ def test_the_compare_of_the_two_runs_ends_with_the_price_of_the_veto(story: dict
     (entry,) = result["summaries"]
     assert entry["run"] == saturating.id
     text = entry["sentence"]
-    assert text.startswith("mem-fraction-static 0.88 instead of 0.9, bf16 KV instead of fp8_e4m3: -58 % KV tokens")
+    assert text.startswith("bf16 KV instead of fp8_e4m3, mem-fraction-static 0.88 instead of 0.9: -58 % KV tokens")
     assert result["summary"] == text + "."
     assert render(result, "markdown").rstrip().endswith(f"Price: {text}.")
