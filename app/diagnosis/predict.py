@@ -147,6 +147,9 @@ def predict(inputs: Inputs, changes: dict[str, Any]) -> Prediction:
         "total_gpu_memory": (f"{inputs.total_gib:.1f} GiB ({inputs.total_source})"
                              if inputs.total_gib is not None else inputs.total_source),
     }
+    if FRACTION not in inputs.flags:
+        prediction.basis["running_fraction"] = (f"the run logged no --mem-fraction-static (no server_args line "
+                                                f"seen): assumed {DEFAULT_FRACTION}")
     if any(n in NO_GPU_EFFECT for n in changes):
         prediction.basis["host_cache"] = "the hierarchical cache lives in host memory: no change to GPU KV tokens"
     prediction.risks = risks(inputs, merged, changes, pool)

@@ -113,3 +113,15 @@ def test_kvwatch_diagnose_finds_the_url_in_the_config_and_says_when_nothing_answ
     config.write_text('[server]\nhost = "0.0.0.0"\nport = 9\n', encoding="utf-8")
     assert cli.main(["diagnose", "--host", "gpu1", "--config", str(config)]) == 1
     assert "did not answer at http://127.0.0.1:9/api/hosts/gpu1/diagnosis" in capsys.readouterr().err
+
+
+def test_a_host_with_nothing_stored_is_unknown_and_predicts_nothing(tmp_path: Path) -> None:
+    services = start_services(tmp_path)
+    with TestClient(create_app(services, manage_collectors=False), base_url=BASE) as api:
+        body = api.get("/api/hosts/local/diagnosis").json()
+        assert body["verdict"] == "unknown" and body["run"] is None
+        answer = api.post("/api/hosts/local/predict", json={"flags": {"mem-fraction-static": 0.85}})
+        assert answer.status_code == 200
+        assert answer.json()["max_total_num_tokens"] is None
+        assert [r["kind"] for r in answer.json()["risks"]] == ["unknown"]
+    services.store.close()

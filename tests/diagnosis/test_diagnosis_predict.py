@@ -157,3 +157,8 @@ def test_two_runs_of_one_dtype_measure_the_pool_growth_per_fraction() -> None:
     assert "between runs a and c" in measured.source
     assumed = gpu_memory(store, "gpu1", runs[:2])
     assert assumed.total_gib == 140.4 and assumed.source.startswith("assumed")
+
+
+def test_a_run_without_its_flags_says_which_fraction_was_assumed() -> None:
+    result = predict(inputs(flags={}), {"mem-fraction-static": 0.88})
+    assert "assumed 0.85" in result.basis["running_fraction"]
