@@ -39,7 +39,11 @@ def _host(services: Services, name: str) -> HostConfig:
 
 
 def _schema() -> Schema:
-    return load_bundled(bundled_versions()[-1])
+    """The newest bundled SGLang schema (by version number, not by text: 0.5.23 is after 0.5.3)."""
+    def key(version: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+    return load_bundled(max(bundled_versions(), key=key))
 
 
 def _vetoes(services: Services, name: str, schema: Schema) -> VetoCheck:
