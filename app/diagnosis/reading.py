@@ -56,8 +56,9 @@ def as_of(store: Store, host: str, run: Run | None, now: float) -> float:
     latest = latest_sample(store, host)
     end = max(now, latest) if latest is not None else now
     if run is not None and (stop := _run_end(run)) is not None:
+        since = max(run.started_at, stop - HISTORY_S)  # its last hours are enough to find its last line
         inside = [last for m in LATEST_METRICS
-                  if len(t := store.series(host, m, since=run.started_at, until=stop)[0])
+                  if len(t := store.series(host, m, since=since, until=stop)[0])
                   for last in (float(t[-1]),)]
         end = max(inside) if inside else stop
     return end
