@@ -79,13 +79,25 @@ def _retractions(store: Store, host: str, since: float, until: float) -> tuple[t
     return tuple(out)
 
 
+OUT_OF_MEMORY = ("out of memory", "outofmemoryerror", "not enough memory")
+
+
+def _cause(event: dict[str, object]) -> str:
+    """The event's kind; a scheduler exception whose error is an out-of-memory one counts as `oom`."""
+    kind = str(event.get("event"))
+    if kind not in ("exception", "error", "crash"):  # a retraction's "Decode out of memory" is no failure
+        return kind
+    text = f"{event.get('exception', '')} {event.get('message', '')}".lower()
+    return "oom" if any(marker in text for marker in OUT_OF_MEMORY) else kind
+
+
 def _failure(store: Store, run: Run) -> str | None:
     if run.failed_at is None:
         return None
-    for event in store.events(run.host, kinds=("event",), since=run.started_at - 1, limit=EVENT_LIMIT):
-        if event.get("event") in ("oom", "crash", "exception") and event["t"] <= run.failed_at:
-            return str(event["event"])
-    return "error"
+    events = store.events(run.host, kinds=("event",), since=run.started_at - 1, limit=EVENT_LIMIT)
+    seen = {_cause(event) for event in events if event["t"] <= run.failed_at}
+    # The most specific cause wins: an out-of-memory traceback is also a scheduler exception.
+    return next((kind for kind in ("oom", "exception", "crash") if kind in seen), "error")
 
 
 def _with_start_value(store: Store, host: str, metric: str, start: float, end: float) -> Points:
@@ -212,6 +224,9 @@ def prediction_inputs(
     runs = list_runs(store, host.name)
     clock = now if now is not None else time.time()
     run = pick_run(runs, run_id, as_of(store, host.name, None, clock))
+    if run_id is None and run is not None and run.state == "failed" and startup_from_capacity(run.capacity) is None:
+        # The last start failed before sizing its pool: what runs is the last config that did start.
+        run = next((r for r in reversed(runs) if startup_from_capacity(r.capacity) is not None), run)
     startup: Startup | None = startup_from_capacity(run.capacity) if run is not None else None
     if run is None or startup is None:
         return None, run

@@ -4,6 +4,8 @@ nvidia-smi reports it. Read back only through the log, as the dashboard reads it
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +16,10 @@ from kvwatch.app.config import HostConfig
 from kvwatch.app.diagnosis import diagnose_host, predict_host
 from kvwatch.app.runs import list_runs
 from kvwatch.app.store.base import Batch, Sample
+from kvwatch.simulator import startup
 from kvwatch.simulator.capacity import GpuSpec
+from kvwatch.simulator.clock import SimClock
+from kvwatch.simulator.logwriter import LogWriter
 from tests.compare.simplay import STORY_SPECS, play_campaign
 
 FP8, BF16_088 = STORY_SPECS[2], STORY_SPECS[1]
@@ -95,3 +100,25 @@ def test_the_compare_of_the_two_runs_ends_with_the_price_of_the_veto(story: dict
     assert text.startswith("bf16 KV instead of fp8_e4m3, mem-fraction-static 0.88 instead of 0.9: -58 % KV tokens")
     assert result["summary"] == text + "."
     assert render(result, "markdown").rstrip().endswith(f"Price: {text}.")
+
+
+def test_a_start_that_ran_out_of_memory_is_remembered_by_the_next_prediction(tmp_path: Path) -> None:
+    """0.88 serves, then a restart at 0.93 dies in CUDA-graph capture (the simulator's OOM)."""
+    path = tmp_path / "server.log"
+    played = play_campaign(path, (BF16_088,), duration_s=900.0, seed=7)
+    too_big = replace(BF16_088, mem_fraction_static=0.93)
+    assert too_big.capacity().oom
+    with path.open("a", encoding="utf-8") as out:
+        log = LogWriter(out, too_big.fmt, SimClock(wall_start=played[0].end_epoch + 60), tp_size=8, pace=False)  # type: ignore[arg-type]
+        startup.write_crash(log, too_big, startup.write_boot(log, too_big) + 1.0, "oom")
+    store, (name,) = load_logs([path])
+    host = HostConfig(name=name, ssh="local", server_log=str(path))
+    failed = list_runs(store, name)[-1]
+    assert failed.state == "failed"
+    assert diagnose_host(store, host, now=played[0].end_epoch + 200).as_dict()["verdict"] == "unknown"
+    body = predict_host(store, host, {"mem-fraction-static": 0.93})
+    assert body["run"] == list_runs(store, name)[0].id  # predicted from the config that did start
+    likely = [r for r in body["risks"] if r.get("severity") == "likely"]
+    assert likely and f"run {failed.id} ran out of memory" in likely[0]["message"]
+    lower = predict_host(store, host, {"mem-fraction-static": 0.90})
+    assert not any(r.get("severity") == "likely" for r in lower["risks"])
