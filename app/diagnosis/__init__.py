@@ -1,8 +1,9 @@
 """Diagnosis and what-if prediction for one host's serving run.
 
 Pure modules: snapshot (the window's signals), verdicts (the rules), diagnose (lifecycle + rules),
-suggest (advice), memory (KV pool sizing), throughput (throughput vs concurrency), predict (what-if),
-price (the one-sentence price of a config choice). Store side: reading; entry points: service.
+suggest (advice), memory (KV pool sizing), throughput (throughput vs concurrency), predict (what-if).
+Store side: reading; entry points: service. The price of a config choice, one sentence at the end
+of a comparison, is app/compare/price.py.
 """
 
 from __future__ import annotations
