@@ -18,13 +18,14 @@ from kvwatch.app.errors import KvwatchError
 
 COMMAND_NAMES: tuple[str, ...] = (
     "demo", "serve", "collect", "parse", "compare", "report", "export", "init", "status", "wait",
+    "diagnose",
 )
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 EPILOG = """\
 config: --config FILE, else ./kvwatch.toml, else $XDG_CONFIG_HOME/kvwatch/kvwatch.toml
         (`kvwatch init` writes a commented one from your ~/.ssh/config hosts)
 environment: KVWATCH_TOKEN  token for mutating endpoints (overrides server.token)
-             KVWATCH_URL    the kvwatch `status` and `wait` read (else the config's [server])
+             KVWATCH_URL    the running kvwatch that `status`, `wait` and `diagnose` ask (else the config's [server])
 
 exit codes:
   0    success

@@ -8,6 +8,7 @@ from kvwatch.app.api import (
     alerts,
     catalog,
     compare,
+    diagnosis,
     events,
     export,
     hosts,
@@ -34,4 +35,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     restart.router,
     status.router,
     steady.router,
+    diagnosis.router,
 )

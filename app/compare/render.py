@@ -98,6 +98,9 @@ def to_markdown(result: dict[str, Any]) -> str:
         )
         note = steady["message"] if steady["status"] != "steady" else where
         lines.append(f"- {run['label']} (`{run['id']}`): {note}")
+    prices = result.get("summaries") or []
+    if prices:  # the comparison ends with the price of each choice, one sentence each
+        lines += ["", *(f"Price: {entry['sentence']}." for entry in prices)]
     return "\n".join(lines) + "\n"
 
 

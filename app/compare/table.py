@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kvwatch.app.compare.price import price
 from kvwatch.app.compare.runstats import RunStats
 from kvwatch.app.compare.sources import status_text
 from kvwatch.app.compare.stats import Summary, within_noise
@@ -170,7 +171,7 @@ def run_entry(stats: RunStats, label: str) -> dict[str, Any]:
 def comparison(stats: list[RunStats], baseline: int = 0) -> dict[str, Any]:
     runs = [s.run for s in stats]
     diff = flag_diff(runs)
-    return {
+    result: dict[str, Any] = {
         "baseline": runs[baseline].id,
         "runs": [run_entry(s, config_label(i, runs, diff)) for i, s in enumerate(stats)],
         "flag_diff": diff,
@@ -179,3 +180,7 @@ def comparison(stats: list[RunStats], baseline: int = 0) -> dict[str, Any]:
         "baseline contains 0",
         "resolution_rule": RESOLUTION_RULE,
     }
+    # The price of each choice in one sentence (`summary`: all of them, `summaries`: one per run).
+    result["summaries"] = price(result)
+    result["summary"] = " ".join(f"{s['sentence']}." for s in result["summaries"])
+    return result

@@ -14,6 +14,7 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from kvwatch.app.api.diagnosis import READ_ONLY_POSTS
 from kvwatch.app.api.limits import MAX_CLIENTS, MUTATING, Limits, MutationRateLimit
 from kvwatch.app.main import create_app
 from tests.app.slice_helpers import start_services
@@ -40,9 +41,12 @@ def api_routes(routes: list[Any]) -> Iterator[APIRoute]:
             yield from api_routes(inner.routes)
 
 
-def mutating_routes(api: TestClient) -> list[tuple[str, str]]:
+def mutating_routes(api: TestClient, read_only: bool = True) -> list[tuple[str, str]]:
+    """POST/PUT/PATCH/DELETE routes; `read_only=False` leaves out the POSTs that change nothing."""
     found = []
     for route in api_routes(api.app.routes):  # type: ignore[attr-defined]
+        if not read_only and route.path in READ_ONLY_POSTS:
+            continue
         for method in sorted((route.methods or set()) & MUTATING):
             found.append((method, re.sub(r"\{[^}]+\}", "local", route.path)))
     return found
@@ -61,7 +65,7 @@ def test_the_app_has_mutating_routes_to_guard(api: TestClient) -> None:
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN},
                                      {"Authorization": f"Bearer {TOKEN}x"}, {"Authorization": "Bearer"}])
 def test_every_mutating_route_needs_the_token(api: TestClient, headers: dict[str, str]) -> None:
-    for method, path in mutating_routes(api):
+    for method, path in mutating_routes(api, read_only=False):
         answer = api.request(method, path, json={"preset": "x"}, headers=headers)
         assert answer.status_code == 401, (method, path, answer.text)
         assert TOKEN not in answer.text
@@ -73,6 +77,14 @@ def test_every_mutating_route_refuses_cross_site_requests(api: TestClient, origi
     for method, path in mutating_routes(api):
         answer = api.request(method, path, json={"preset": "x"}, headers={**AUTH, "Origin": origin})
         assert answer.status_code == 403, (method, path, answer.text)
+
+
+def test_a_read_only_post_needs_no_token_but_keeps_the_origin_rule(api: TestClient) -> None:
+    predict = "/api/hosts/local/predict"
+    assert ("POST", predict) in mutating_routes(api) and ("POST", predict) not in mutating_routes(api, False)
+    assert api.post(predict, json={"flags": {"mem-fraction-static": 0.85}}).status_code == 200
+    cross = api.post(predict, json={"flags": {}}, headers={"Origin": "http://evil.example"})
+    assert cross.status_code == 403
 
 
 def test_a_same_origin_request_with_the_token_gets_past_the_guards(api: TestClient) -> None:

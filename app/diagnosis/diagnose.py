@@ -1,0 +1,68 @@
+"""One host's diagnosis from a snapshot: the lifecycle verdicts first, then the rules, then advice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvwatch.app.diagnosis.snapshot import Signals, Snapshot, signals
+from kvwatch.app.diagnosis.suggest import Predictor, suggestions
+from kvwatch.app.diagnosis.verdicts import RULES, WARMUP_S, Finding
+
+IDLE_AFTER_S = 120.0  # SGLang logs a batch every few seconds while it has requests, nothing when idle
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    verdict: str
+    evidence: list[dict[str, Any]]
+    suggestions: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    snapshot: Snapshot | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        snap = self.snapshot
+        return {
+            "verdict": self.verdict,
+            "evidence": self.evidence,
+            "suggestions": self.suggestions,
+            "findings": [{"verdict": f.verdict, "evidence": f.evidence} for f in self.findings],
+            "run": snap.run_id if snap else None,
+            "window": {"from": snap.window_start, "to": snap.as_of, "seconds": snap.duration} if snap else None,
+        }
+
+
+def lifecycle(snapshot: Snapshot, sig: Signals) -> Finding | None:
+    """`unknown`, `starting` or `idle` when the run is not (or no longer) serving in this window."""
+    if snapshot.run_state == "none":
+        return Finding("unknown").add("run", None, "no server start and no samples stored for this host yet")
+    if snapshot.run_state == "failed":
+        return Finding("unknown").add("run", snapshot.failure, f"run {snapshot.run_id} failed "
+                                      f"({snapshot.failure or 'error'}); no server is serving")
+    if snapshot.ready_at is None:
+        return Finding("starting").add("ready", None, f"run {snapshot.run_id} started, not ready yet "
+                                       "(loading weights, sizing the KV pool, capturing CUDA graphs)")
+    since_ready = snapshot.as_of - snapshot.ready_at
+    if since_ready < WARMUP_S:
+        return Finding("starting").add("ready", since_ready, f"ready {since_ready:.0f} s ago: the first "
+                                       f"{WARMUP_S:.0f} s are the admission burst, not the steady state")
+    silent = snapshot.as_of - sig.last_sample_t if sig.last_sample_t is not None else None
+    if sig.samples == 0 or (silent is not None and silent > IDLE_AFTER_S):
+        what = f"no batch logged for {silent:.0f} s" if silent is not None else "no batch logged in the window"
+        return Finding("idle").add("running_req", 0.0, what + ": SGLang logs batches only while it has requests")
+    if not sig.running_p50 and not sig.queue_p50:
+        return Finding("idle").add("running_req", sig.running_p50, "running median 0, no queue")
+    return None
+
+
+def diagnose(snapshot: Snapshot, predictor: Predictor | None = None) -> Diagnosis:
+    sig = signals(snapshot)
+    first = lifecycle(snapshot, sig)
+    findings = [first] if first is not None else [f for rule in RULES if (f := rule(snapshot, sig)) is not None]
+    if not findings:
+        findings = [Finding("unknown").add("running_req", sig.running_p50, (
+            f"none of the patterns fits: usage median {sig.usage_p50 or 0:.2f}, running {sig.running_p50 or 0:.0f}, "
+            f"queue p90 {sig.queue_p90 or 0:.0f}"))]
+    top = findings[0]
+    advice = suggestions(top.verdict, snapshot, sig, predictor)
+    return Diagnosis(top.verdict, top.evidence, advice, findings, snapshot)

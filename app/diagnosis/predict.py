@@ -1,0 +1,185 @@
+"""What-if: KV tokens, concurrency and throughput of a flag change, with its risks and their basis.
+
+Pure: everything comes in as plain values (the running config's flags and startup lines, the
+workload measured on the running config, this host's throughput curve and its earlier runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvwatch.app.diagnosis.memory import MemoryChange, Startup, kv_label, predict_pool
+from kvwatch.app.diagnosis.throughput import Curve
+
+FRACTION, DTYPE = "mem-fraction-static", "kv-cache-dtype"
+MAX_RUNNING, MAX_TOTAL = "max-running-requests", "max-total-tokens"
+DEFAULT_FRACTION = 0.85  # what the parameters of this kind of host default to when none was logged
+USABLE_USAGE = 0.95  # how full the scheduler keeps a pool that limits it (the run's own top if known)
+LOGGED_GIB = 0.05  # memory lines are logged with two decimals: differences below this are not differences
+# Flags whose effect on GPU memory the model does not know: a prediction with them says so.
+UNMODELED_MEMORY = frozenset({
+    "tp-size", "dp-size", "attn-dp-size", "model-path", "quantization", "dtype", "context-length",
+    "cuda-graph-max-bs", "chunked-prefill-size", "max-prefill-tokens", "speculative-algorithm",
+    "enable-dp-attention", "ep-size",
+})
+NO_GPU_EFFECT = frozenset({"enable-hierarchical-cache", "hicache-size", "hicache-ratio",
+                           "hicache-write-policy", "hicache-io-backend", "hicache-mem-layout"})
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What the running config's recent samples say about the requests."""
+
+    tokens_per_request: float | None  # #token / #running-req: KV tokens one running request holds
+    demand: float | None  # running + queued: the concurrency the client asks for
+    top_usage: float | None  # token usage the scheduler holds when the pool is the limit
+    queue: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PastRun:
+    """An earlier run of the same host, for the out-of-memory risk."""
+
+    run_id: str
+    fraction: float | None
+    dtype: object
+    available_after_graphs_gib: float | None  # None when it never got that far
+    out_of_memory: bool  # it failed with an out-of-memory error at start
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    flags: dict[str, Any]  # the running config
+    startup: Startup
+    total_gib: float | None
+    total_source: str
+    workload: Workload
+    curve: Curve
+    history: tuple[PastRun, ...] = ()
+    vetoes: tuple[str, ...] = ()  # policy refusals of the proposed flags, as sentences
+
+
+@dataclass(slots=True)
+class Prediction:
+    max_total_num_tokens: int | None
+    running_req: float | None
+    gen_throughput: float | None
+    queue_req: float | None
+    risks: list[dict[str, str]] = field(default_factory=list)
+    basis: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "max_total_num_tokens": self.max_total_num_tokens,
+            "running_req": self.running_req,
+            "gen_throughput": self.gen_throughput,
+            "queue_req": self.queue_req,
+            "risks": self.risks,
+            "basis": self.basis,
+        }
+
+
+def _fraction(flags: dict[str, Any]) -> float:
+    value = flags.get(FRACTION)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else DEFAULT_FRACTION
+
+
+def _pool(inputs: Inputs, merged: dict[str, Any]) -> MemoryChange:
+    change = predict_pool(inputs.startup, _fraction(inputs.flags), _fraction(merged),
+                          inputs.flags.get(DTYPE), merged.get(DTYPE), inputs.total_gib)
+    cap = merged.get(MAX_TOTAL)
+    if change.tokens is not None and isinstance(cap, int) and cap < change.tokens:
+        return MemoryChange(cap, change.kv_gib, change.added_gib, change.left_after_graphs_gib,
+                            change.basis + f"; capped by --max-total-tokens {cap}")
+    return change
+
+
+def _running(inputs: Inputs, merged: dict[str, Any], tokens: int | None) -> tuple[float | None, str]:
+    work = inputs.workload
+    limit = merged.get(MAX_RUNNING) if isinstance(merged.get(MAX_RUNNING), int) else None
+    limit = limit if limit is not None else inputs.startup.max_running_requests
+    if tokens is None or not work.tokens_per_request:
+        return None, "no KV tokens or no tokens per running request to divide"
+    usage = max(work.top_usage or 0.0, USABLE_USAGE) if (work.queue or 0) >= 1 else USABLE_USAGE
+    by_kv = tokens * usage / work.tokens_per_request
+    bounds = [(by_kv, f"{tokens} tokens x {usage:.2f} usable / {work.tokens_per_request:,.0f} tokens a request "
+                      f"= {by_kv:.0f} (KV)")]
+    if work.demand is not None:
+        bounds.append((work.demand, f"the client asks for {work.demand:.0f} (running + queued now)"))
+    if limit is not None:
+        bounds.append((float(limit), f"--max-running-requests {limit}"))
+    value, why = min(bounds, key=lambda b: b[0])
+    others = "; ".join(text for v, text in bounds if text != why)
+    return round(value, 1), f"the least of: {why}" + (f"; {others}" if others else "")
+
+
+def _throughput(curve: Curve, running: float | None) -> tuple[float | None, str]:
+    if running is None:
+        return None, "no concurrency predicted"
+    value = curve.at(running)
+    if value is None:
+        return None, curve.describe()
+    span = curve.span()
+    note = f"at {running:.0f} running: {curve.describe()}"
+    if span is not None and not span[0] <= running <= span[1]:
+        note += f" (extrapolated: this host was measured at {span[0]:.0f}-{span[1]:.0f} running)"
+    return round(value, 1), note
+
+
+def predict(inputs: Inputs, changes: dict[str, Any]) -> Prediction:
+    """The running config with `changes` applied (values None drop a flag back to its default)."""
+    merged = {**inputs.flags, **changes}
+    for name in [n for n, v in changes.items() if v is None]:
+        merged.pop(name, None)
+    pool = _pool(inputs, merged)
+    running, running_basis = _running(inputs, merged, pool.tokens)
+    throughput, throughput_basis = _throughput(inputs.curve, running)
+    queue = None
+    if running is not None and inputs.workload.demand is not None:
+        queue = round(max(inputs.workload.demand - running, 0.0), 1)
+    prediction = Prediction(pool.tokens, running, throughput, queue)
+    prediction.basis = {
+        "changes": changes,
+        "max_total_num_tokens": pool.basis,
+        "running_req": running_basis,
+        "gen_throughput": throughput_basis,
+        "total_gpu_memory": (f"{inputs.total_gib:.1f} GiB ({inputs.total_source})"
+                             if inputs.total_gib is not None else inputs.total_source),
+    }
+    if FRACTION not in inputs.flags:
+        prediction.basis["running_fraction"] = (f"the run logged no --mem-fraction-static (no server_args line "
+                                                f"seen): assumed {DEFAULT_FRACTION}")
+    if any(n in NO_GPU_EFFECT for n in changes):
+        prediction.basis["host_cache"] = "the hierarchical cache lives in host memory: no change to GPU KV tokens"
+    prediction.risks = risks(inputs, merged, changes, pool)
+    return prediction
+
+
+def risks(inputs: Inputs, merged: dict[str, Any], changes: dict[str, Any], pool: MemoryChange) -> list[dict[str, str]]:
+    found = [{"kind": "vetoed", "message": text} for text in inputs.vetoes]
+    fraction = _fraction(merged)
+    left = pool.left_after_graphs_gib
+    if left is not None and pool.added_gib > 0 and left < 0:
+        found.append({"kind": "oom", "severity": "certain", "message": (
+            f"out of memory at start: the larger pool takes {pool.added_gib:.2f} GiB more per GPU, the running "
+            f"config left {inputs.startup.available_after_graphs_gib:.2f} GiB after CUDA-graph capture")})
+    elif left is not None and pool.added_gib > 0:
+        ran = [p.available_after_graphs_gib for p in inputs.history if p.available_after_graphs_gib is not None]
+        floor = min([*ran, inputs.startup.available_after_graphs_gib or left])
+        if left < floor - LOGGED_GIB:
+            found.append({"kind": "oom", "severity": "possible", "message": (
+                f"possible out of memory at start: {left:.2f} GiB would be left after CUDA-graph capture, "
+                f"less than any run of this host started with (least: {floor:.2f} GiB)")})
+    for past in inputs.history:
+        same_width = kv_label(past.dtype) == kv_label(merged.get(DTYPE)) or past.dtype == merged.get(DTYPE)
+        if past.out_of_memory and past.fraction is not None and fraction >= past.fraction and same_width:
+            found.append({"kind": "oom", "severity": "likely", "message": (
+                f"run {past.run_id} ran out of memory at start with --mem-fraction-static {past.fraction}")})
+    unmodeled = sorted(n for n in changes if n in UNMODELED_MEMORY)
+    if unmodeled:
+        found.append({"kind": "not_modeled", "message": (
+            f"the effect of --{', --'.join(unmodeled)} on GPU memory is not modeled: the numbers assume none")})
+    if pool.tokens is None:
+        found.append({"kind": "unknown", "message": pool.basis})
+    return found

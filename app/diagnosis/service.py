@@ -1,0 +1,67 @@
+"""Entry points: a host's diagnosis and a what-if prediction, read from the store."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kvwatch.app.config import HostConfig
+from kvwatch.app.diagnosis.diagnose import Diagnosis, diagnose
+from kvwatch.app.diagnosis.predict import Inputs, predict
+from kvwatch.app.diagnosis.reading import as_of, pick_run, prediction_inputs, read_snapshot
+from kvwatch.app.errors import KvwatchError
+from kvwatch.app.runs import list_runs
+from kvwatch.app.store.base import Store
+
+VetoCheck = Callable[[dict[str, Any]], tuple[str, ...]]  # flags -> the policy's refusals, as sentences
+
+
+class UnknownRun(KvwatchError):
+    """The run named is not one of the host's."""
+
+
+def _no_vetoes(_: dict[str, Any]) -> tuple[str, ...]:
+    return ()
+
+
+def predictor(inputs: Inputs, vetoes: VetoCheck) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def run(changes: dict[str, Any]) -> dict[str, Any]:
+        return predict(dataclasses.replace(inputs, vetoes=vetoes(changes)), changes).as_dict()
+
+    return run
+
+
+def diagnose_host(
+    store: Store, host: HostConfig, run_id: str | None = None, now: float | None = None,
+    vetoes: VetoCheck = _no_vetoes,
+) -> Diagnosis:
+    """The host's current run (or `run_id`) diagnosed over its recent window."""
+    clock = now if now is not None else time.time()
+    runs = list_runs(store, host.name)
+    try:
+        run = pick_run(runs, run_id, as_of(store, host.name, None, clock))
+    except KeyError:
+        raise UnknownRun(f"host {host.name!r} has no run {run_id!r}") from None
+    snapshot = read_snapshot(store, host, run, as_of(store, host.name, run, clock))
+    inputs, _ = prediction_inputs(store, host, run.id, clock) if run is not None else (None, None)
+    return diagnose(snapshot, predictor(inputs, vetoes) if inputs is not None else None)
+
+
+def predict_host(
+    store: Store, host: HostConfig, changes: dict[str, Any], run_id: str | None = None,
+    now: float | None = None, vetoes: VetoCheck = _no_vetoes,
+) -> dict[str, Any]:
+    """`changes` (canonical flag names, validated) on top of the host's running config (or `run_id`'s)."""
+    try:
+        inputs, run = prediction_inputs(store, host, run_id, now)
+    except KeyError:
+        raise UnknownRun(f"host {host.name!r} has no run {run_id!r}") from None
+    if inputs is None:
+        reason = "no server start seen yet" if run is None else f"run {run.id} has logged no KV capacity yet"
+        return {"max_total_num_tokens": None, "running_req": None, "gen_throughput": None, "queue_req": None,
+                "risks": [{"kind": "unknown", "message": reason}], "basis": {"changes": changes}, "run": None}
+    out = predictor(inputs, vetoes)(changes)
+    out["run"] = run.id if run is not None else None
+    return out
