@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kvwatch.app.errors import KvwatchError
+from kvwatch.app.terminal.client import resolve_url
 
 NAME = "diagnose"
 HELP = "what limits a host's run now (KV, client, prefill, ...), with the numbers and what to change"
@@ -41,19 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def server_url(url: str | None, config: Path | None) -> str:
-    """--url, else KVWATCH_URL, else http://<[server] host>:<port> of the config."""
-    if url or os.environ.get("KVWATCH_URL"):
-        return str(url or os.environ["KVWATCH_URL"]).rstrip("/")
-    from kvwatch.app.commands.serve import default_config_path  # only here: it imports the web app
-    from kvwatch.app.config import load_config
-
-    path = config or default_config_path()
-    if path is None:
-        raise KvwatchError("diagnose: no URL: pass --url, set KVWATCH_URL, or give --config FILE")
-
-    server = load_config(path).server
-    host = ANY_ADDRESS.get(server.host, server.host)
-    return f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
+    """--url, else KVWATCH_URL, else the config's [server]: the same resolution as `kvwatch status`."""
+    return resolve_url(url, os.environ, config)
 
 
 def fetch(url: str) -> dict[str, Any]:
