@@ -141,13 +141,17 @@ class TracebackMixin:
     health: ParseHealth
 
     def feed(self, line_no: int, text: str) -> list[Record]:
-        self.health.lines += 1
+        health = self.health
+        health.lines += 1
+        unparsed = health.unparsed
         try:
             records = self._feed(line_no, text)
         except Exception:  # never raise: one odd line must not stop the stream
-            self.health.unparsed += 1
-            return []
-        self.health.records += len(records)
+            health.unparsed += 1
+            records = []
+        health.records += len(records)
+        if health.unparsed != unparsed:
+            health.note_unparsed(line_no, text)
         return records
 
     def flush(self) -> list[Record]:

@@ -11,9 +11,10 @@ Handled shapes (a message with no prefix is fine too):
   `... - INFO - logger: `, and behind a shipper's stamp `INFO scheduler_metrics_mixin.report_prefill_stats: `;
 - vLLM `INFO 01-22 18:27:20 [metrics.py:449] `, `... metrics.py:449] `, `... [v1/metrics/loggers.py:271] `.
 
-`ts` is the server's own stamp when it has one, else the shipper's; `tz` is set only when the stamp
-used carries a zone (`+00:00` for `Z`). A logger name is taken off only after a level, so a message
-that starts with `word: ` keeps it.
+`ts` is the server's own stamp when it has one, else the shipper's (then `shipped_only` when no
+layout of the server's own follows: a traceback's continuation line behind `docker logs -t`).
+`tz` is set only when the stamp used carries a zone (`+00:00` for `Z`). A logger name is taken off
+only after a level, so a message that starts with `word: ` keeps it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ _TAGS_ONLY = re.compile(r"\[((?:[A-Z][A-Z_]*[0-9]{1,6} ?)+)\] ?")
 _LAYOUT = rf"(?: +-)?(?: +\[?({_LEVEL})\]?)?(?: +-)?(?: +[0-9]+)?(?: +\[([^\]]*)\])?(?: +([A-Za-z_][\w.<>-]*):(?= ))? ?"
 _DICTCONFIG = re.compile(rf"([0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}) ({_CLOCK})" + _LAYOUT)
 _LEVEL_FIRST = re.compile(
-    rf"\[?({_LEVEL})\]?(?= )(?: +-)?(?: +[0-9]+)?(?: +\[([^\]]*)\])?(?: +([A-Za-z_][\w.<>-]*):(?= ))? ?"
+    rf" *\[?({_LEVEL})\]?(?= )(?: +-)?(?: +[0-9]+)?(?: +\[([^\]]*)\])?(?: +([A-Za-z_][\w.<>-]*):(?= ))? ?"
 )
 _VLLM = re.compile(rf"{_LEVEL} ([0-9]{{2}}-[0-9]{{2}}) ({_CLOCK}) \[?[\w./-]+:[0-9]+\] ?")
 _LOOSE = re.compile(rf"(?:([0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}) )?({_CLOCK})([^\]\[]*)\]?\s*$")
@@ -50,6 +51,8 @@ class Header(NamedTuple):
     message: str
     found: bool
     tz: str | None = None
+    # Only a shipper's stamp, no layout of the server's own: for tracebacks the line is unprefixed.
+    shipped_only: bool = False
 
 
 def stamp(record: dict[str, Any], header: Header) -> None:
@@ -107,7 +110,7 @@ def parse_header(text: str) -> Header:
             tags = parse_tags(match[2]) if match[2] else {}
             return Header(outer_ts, tags, _layout(match, text, 1, 2, 3), True, outer_tz)
     if outer_ts is not None:
-        return Header(outer_ts, {}, text, True, outer_tz)
+        return Header(outer_ts, {}, text, True, outer_tz, shipped_only=True)
     return Header(None, {}, text, False)
 
 

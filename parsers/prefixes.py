@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 _STAMP = re.compile(
     r"(?:[0-9]{10,13}\t)?([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{1,9}))?"
-    r"(Z|[+-][0-9]{2}:?[0-9]{2})?[ \t]+"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})?[ \t]"  # one separator: a traceback's indentation behind it is kept
 )
 # One level of parentheses inside (`(Worker(rank=0) pid=7)`), written so it cannot backtrack badly.
 _PROCESS = re.compile(r"\((?:[\w.:-]+(?:\([^()]*\))? )?pid=[0-9]+[^()]*(?:\([^()]*\)[^()]*)*\) ?")

@@ -127,7 +127,7 @@ class SglangParser(TracebackMixin):
         text = strip_repeats(text)
         if self._block is not None:
             header = parse_header(text)
-            done, consumed = self._through_block(header.message, header.found)
+            done, consumed = self._through_block(header.message, header.found and not header.shipped_only)
             if consumed:
                 return done
             return done + self._line(line_no, text, header)

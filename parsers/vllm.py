@@ -82,7 +82,12 @@ def _stats(line_no: int, header: Header, message: str) -> Record | None:
             _fields(record, message[len(marker) :])
             return record if len(record) > 3 else None
     _fields(record, message)
-    return record if "gen_throughput" in record or "mfu_tflops_per_gpu" in record else None
+    # The line's one number every stats line has must be a number, or the line is not read at all.
+    return record if _is_number(record.get("gen_throughput", record.get("mfu_tflops_per_gpu"))) else None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _startup(line_no: int, header: Header, message: str) -> Record | None:
@@ -119,7 +124,7 @@ class VllmParser(TracebackMixin):
     def _feed(self, line_no: int, text: str) -> list[Record]:
         text = strip_repeats(text)
         header = parse_header(text)
-        done, consumed = self._through_block(header.message, header.found)
+        done, consumed = self._through_block(header.message, header.found and not header.shipped_only)
         if consumed:
             return done
         return done + self._line(line_no, text, header)
