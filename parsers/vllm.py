@@ -37,8 +37,6 @@ _ENGINE = re.compile(r"(?:Engine (\d+)|(\d+) Engines Aggregated): ")
 _SPEC_MARKERS = ("SpecDecoding metrics: ", "Speculative metrics: ")
 _MFU = re.compile(r"([\d.]+) TF/s/GPU ([\d.]+) GB/s/GPU")
 _LIST_FIELDS = frozenset({"per_position_acceptance_rate"})
-# Messages that are periodic stats: one of these that gives no record is unparsed, never ignored.
-_STATS_HINTS = ("throughput: ", "metrics: ", "MFU: ")
 _CAPACITY = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 _BLOCKS = re.compile(r"# GPU blocks: (\d+), # CPU blocks: (\d+)")
 _KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
@@ -131,7 +129,8 @@ class VllmParser(TracebackMixin):
 
     def _line(self, line_no: int, text: str, header: Header) -> list[Record]:
         message = header.message
-        stats_like = any(hint in message for hint in _STATS_HINTS)
+        # Periodic stats: one that gives no record is unparsed, never ignored.
+        stats_like = "throughput: " in message or "metrics: " in message or "MFU: " in message
         if stats_like:
             record = _stats(line_no, header, message)
             if record is not None:
