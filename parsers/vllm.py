@@ -4,8 +4,14 @@ V0 `INFO 01-22 18:27:20 metrics.py:449] Avg prompt throughput: 0.0 tokens/s, Avg
 throughput: 41.7 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 2.0%,
 CPU KV cache usage: 0.0%.` and V1 `(APIServer pid=3646) INFO 05-19 10:13:11 [loggers.py:271] Engine 000:
 Avg prompt throughput: ..., Running: 18 reqs, Waiting: 43 reqs, GPU KV cache usage: 95.9%, Prefix cache
-hit rate: 0.0%` -> `stats`. vLLM stamps have no year: `ts` is `01-22T18:27:20` (to_epoch takes the
+hit rate: 0.0%` -> `stats`, as are `N Engines Aggregated: ...` (`engine: "aggregated"`, `engines: N`),
+the `MFU: 6.6 TF/s/GPU 105.0 GB/s/GPU` part or line (`mfu_tflops_per_gpu`, `mfu_gbps_per_gpu`) and
+`SpecDecoding metrics: ...` (`mean_acceptance_length`, `accepted`, `drafted`, the list
+`per_position_acceptance_rate`, `avg_draft_acceptance_rate`, ...). `Deferred: N reqs` -> `deferred_req`
+(already counted in `Waiting`). vLLM stamps have no year: `ts` is `01-22T18:27:20` (to_epoch takes the
 year from its reference day). vLLM repeats its prefix on every line of a traceback.
+Health: a line in a known layout with nothing to chart is `ignored`; a stats line that gives no
+record, or a line in no known layout, is `unparsed`.
 """
 
 from __future__ import annotations
