@@ -18,7 +18,7 @@ from typing import ClassVar
 from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
 from kvwatch.parsers.header import Header, parse_header, search_header, stamp
-from kvwatch.parsers.prefixes import strip_repeats
+from kvwatch.parsers.prefixes import peel, strip_repeats
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.shapes import BatchShapes
 from kvwatch.parsers.values import field_name, field_value, split_pairs
@@ -94,6 +94,15 @@ def parse_batch(line_no: int, text: str) -> Record | None:
     return record
 
 
+def _own_line(text: str) -> str:
+    """The server's own `[stamp tags] ...` line inside a docker-stamped or Ray-prefixed one, so the
+    shape fast path reads those too. Its stamp is the record's `ts` either way (parsers.header)."""
+    if text[:1] == "[":
+        return text
+    outer = peel(text)
+    return outer.rest if outer.rest[:1] == "[" else text
+
+
 def _capacity(line_no: int, header: Header, message: str) -> Record:
     record = _stamped("capacity", line_no, header)
     record.update(split_pairs(message.rstrip(". "), ", ", "="))
@@ -137,11 +146,12 @@ class SglangParser(TracebackMixin):
         if " batch" in text:
             start = _batch_start(text)
             if start is not None:
-                record = self._shapes.parse(start[1], line_no, text)
+                own = _own_line(text)
+                record = self._shapes.parse(start[1], line_no, own)
                 if record is None:
                     record = parse_batch(line_no, text)
                     if record is not None:
-                        self._shapes.learn(start[1], text)
+                        self._shapes.learn(start[1], own)
                 if record is not None:
                     return [record]
         if is_access_line(text):

@@ -178,3 +178,17 @@ def test_nan_occupancy_is_none_and_the_rest_of_the_line_is_read() -> None:
     (record,) = parser.feed(1, line)
     assert record["fwd_occupancy"] is None
     assert (record["input_throughput"], record["est_prefill_tflops_s"]) == (178.18, 9.9)
+
+
+def test_shipped_and_ray_prefixed_batch_lines_take_the_fast_path_with_the_same_records() -> None:
+    decode = (
+        "[2026-02-24 12:49:{:02d} TP0] Decode batch, #running-req: 72, #token: 153179, token usage: 0.96, "
+        "cuda graph: True, gen throughput (token/s): 930.63, #queue-req: 79"
+    )
+    plain = [decode.format(second) for second in range(3)]
+    prefixed = [f"2026-02-24T12:49:{s:02d}.318860177Z {line}" for s, line in enumerate(plain[:2])]
+    prefixed.append("(SGLangEngine pid=41820) " + plain[2])
+    expected = [record for n, line in enumerate(plain, 1) for record in create_parser("sglang").feed(n, line)]
+    parser = create_parser("sglang")
+    assert [record for n, line in enumerate(prefixed, 1) for record in parser.feed(n, line)] == expected
+    assert len(parser._shapes.shapes["decode"]) == 1  # type: ignore[attr-defined]  # learnt once, then reused
