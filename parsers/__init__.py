@@ -10,7 +10,10 @@ for their own stream. Records follow DESIGN.md ("Records"); beyond it:
 - `server_args` records carry the startup flags as a dict in `args` (Python attribute names);
 - `event` records carry `message`, and for tracebacks `exception` and the whole `traceback`;
 - prometheus scrapes give `stats` records with `source: "prometheus"` and `labels`;
-- a decode/prefill `[N]` counter is `iter`.
+- a decode/prefill `[N]` counter is `iter`;
+- `tz` (`+HH:MM`) when the stamp `ts` came from carries a zone (Dynamo, docker `--timestamps`);
+  `ts` stays the wall time as written;
+- a logged `nan` / `nan%` is None (JSON null), never a number or a string.
 
 Choices the pipeline must know:
 - HTTP access lines (uvicorn) are recognised and only counted, in `health.access`; they give no
@@ -21,6 +24,7 @@ Choices the pipeline must know:
   has been idle a while, so a trailing traceback is not held back.
 - `outputs` reports its running count only at flush(): call flush() after each batch you feed.
 - `prometheus` closes a scrape at flush(): feed one scrape's lines, then flush().
+- `health.sample` / `health.sample_line`: the first unparsed line, to show with the count.
 - Timestamps: `ts` is ISO-8601 without zone as logged; `parsers.timestamps.to_epoch(ts, day)` turns
   it into epoch seconds (UTC), taking the missing date of time-only and year-less stamps from `day`.
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 Record = dict[str, Any]
+SAMPLE_CHARS = 300
 
 
 @dataclass(slots=True)
@@ -27,6 +28,14 @@ class ParseHealth:
     unparsed: int = 0  # lines that are not this source's format, or whose values could not be read
     access: int = 0  # HTTP access lines: recognised and counted, never records
     ignored: int = 0  # well-formed log lines with nothing to record (startup chatter, INFO lines)
+    # The first unparsed line (cut to SAMPLE_CHARS) and its number: what to look at when `unparsed`
+    # grows. Not in as_dict(), which stays the counts.
+    sample: str | None = None
+    sample_line: int = 0
+
+    def note_unparsed(self, line_no: int, text: str) -> None:
+        if self.sample is None:
+            self.sample, self.sample_line = text[:SAMPLE_CHARS], line_no
 
     def as_dict(self) -> dict[str, int]:
         return {

@@ -58,10 +58,14 @@ def event_of(message: str) -> str | None:
     return None
 
 
-def event_record(line_no: int, ts: str | None, tags: dict[str, int], event: str, message: str) -> Record:
+def event_record(
+    line_no: int, ts: str | None, tags: dict[str, int], event: str, message: str, tz: str | None = None
+) -> Record:
     record: Record = {"kind": "event", "line": line_no}
     if ts is not None:
         record["ts"] = ts
+    if tz is not None:
+        record["tz"] = tz
     record["tags"] = tags
     record["event"] = event
     record["message"] = message.strip()[:MAX_MESSAGE]
@@ -118,13 +122,14 @@ class TracebackBlock:
 
 
 def open_block(
-    line_no: int, ts: str | None, tags: dict[str, int], message: str, repeated_headers: bool = False
+    line_no: int, ts: str | None, tags: dict[str, int], message: str, repeated_headers: bool = False,
+    tz: str | None = None,
 ) -> TracebackBlock | None:
     """A block when `message` starts a traceback (or announces one), else None."""
     event = event_of(message)
     if TRACEBACK not in message and event != "exception":
         return None
-    record = event_record(line_no, ts, tags, event or "error", message)
+    record = event_record(line_no, ts, tags, event or "error", message, tz)
     return TracebackBlock(record, message, repeated_headers)
 
 
@@ -136,13 +141,17 @@ class TracebackMixin:
     health: ParseHealth
 
     def feed(self, line_no: int, text: str) -> list[Record]:
-        self.health.lines += 1
+        health = self.health
+        health.lines += 1
+        unparsed = health.unparsed
         try:
             records = self._feed(line_no, text)
         except Exception:  # never raise: one odd line must not stop the stream
-            self.health.unparsed += 1
-            return []
-        self.health.records += len(records)
+            health.unparsed += 1
+            records = []
+        health.records += len(records)
+        if health.unparsed != unparsed:
+            health.note_unparsed(line_no, text)
         return records
 
     def flush(self) -> list[Record]:

@@ -14,7 +14,7 @@ import re
 from typing import ClassVar
 
 from kvwatch.parsers.base import ParseHealth, Record
-from kvwatch.parsers.values import field_name, field_value
+from kvwatch.parsers.values import Value, field_name, field_value
 
 COLLECTOR_COLUMNS = (
     "timestamp", "index", "utilization.gpu", "memory.used", "memory.total", "power.draw", "temperature.gpu",
@@ -38,7 +38,7 @@ def _column_name(cell: str) -> str:
     return _KNOWN.get(query) or field_name(query)
 
 
-def _cell_value(cell: str) -> int | float | bool | str:
+def _cell_value(cell: str) -> Value:
     """`100 %` -> 100, `39287 MiB` -> 39287: nvidia-smi's units go, percent stays a percent."""
     number, _, unit = cell.partition(" ")
     value = field_value(number) if unit and " " not in unit else None

@@ -17,7 +17,8 @@ from typing import ClassVar
 
 from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
-from kvwatch.parsers.header import Header, parse_header, search_header
+from kvwatch.parsers.header import Header, parse_header, search_header, stamp
+from kvwatch.parsers.prefixes import peel, strip_repeats
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.shapes import BatchShapes
 from kvwatch.parsers.values import field_name, field_value, split_pairs
@@ -85,13 +86,21 @@ def parse_batch(line_no: int, text: str) -> Record | None:
     index, kind = start
     record: Record = {"kind": kind, "line": line_no}
     header = search_header(text[:index]) if index else Header(None, {}, "", False)
-    if header.ts is not None:
-        record["ts"] = header.ts
+    stamp(record, header)
     record["tags"] = header.tags
     rest = text[index + (12 if kind == "decode" else 13) :]
     if _body_fields(record, _rest_after_marker(record, rest)) == 0:
         return None
     return record
+
+
+def _own_line(text: str) -> str:
+    """The server's own `[stamp tags] ...` line inside a docker-stamped or Ray-prefixed one, so the
+    shape fast path reads those too. Its stamp is the record's `ts` either way (parsers.header)."""
+    if text[:1] == "[":
+        return text
+    outer = peel(text)
+    return outer.rest if outer.rest[:1] == "[" else text
 
 
 def _capacity(line_no: int, header: Header, message: str) -> Record:
@@ -111,8 +120,7 @@ def _kv_cache(line_no: int, header: Header, message: str) -> Record:
 
 def _stamped(kind: str, line_no: int, header: Header) -> Record:
     record: Record = {"kind": kind, "line": line_no}
-    if header.ts is not None:
-        record["ts"] = header.ts
+    stamp(record, header)
     record["tags"] = header.tags
     return record
 
@@ -125,9 +133,10 @@ class SglangParser(TracebackMixin):
         self._shapes = BatchShapes()
 
     def _feed(self, line_no: int, text: str) -> list[Record]:
+        text = strip_repeats(text)
         if self._block is not None:
             header = parse_header(text)
-            done, consumed = self._through_block(header.message, header.found)
+            done, consumed = self._through_block(header.message, header.found and not header.shipped_only)
             if consumed:
                 return done
             return done + self._line(line_no, text, header)
@@ -137,11 +146,12 @@ class SglangParser(TracebackMixin):
         if " batch" in text:
             start = _batch_start(text)
             if start is not None:
-                record = self._shapes.parse(start[1], line_no, text)
+                own = _own_line(text)
+                record = self._shapes.parse(start[1], line_no, own)
                 if record is None:
                     record = parse_batch(line_no, text)
                     if record is not None:
-                        self._shapes.learn(start[1], text)
+                        self._shapes.learn(start[1], own)
                 if record is not None:
                     return [record]
         if is_access_line(text):
@@ -161,14 +171,14 @@ class SglangParser(TracebackMixin):
             return [_capacity(line_no, header, message)]
         elif " is allocated. " in message or " VA upper bound. " in message:
             return [_kv_cache(line_no, header, message)]
-        block = open_block(line_no, header.ts, header.tags, message)
+        block = open_block(line_no, header.ts, header.tags, message, tz=header.tz)
         if block is not None:
             done = self._flush_block()
             self._block = block
             return done
         event = event_of(message)
         if event is not None:
-            return [event_record(line_no, header.ts, header.tags, event, message)]
+            return [event_record(line_no, header.ts, header.tags, event, message, header.tz)]
         # A line in SGLang's own format that says nothing we chart is not a parse failure.
         if header.found:
             self.health.ignored += 1

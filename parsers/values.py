@@ -2,8 +2,10 @@
 
 Names: drop a leading `#` and any `(unit)`, lowercase, non-alphanumerics -> `_`
 (`gen throughput (token/s)` -> `gen_throughput`). Values: `True`/`False` -> bool, decimal integers
--> int, finite decimals -> float, `NN.NN%` -> ratio, `12.5 GB` -> 12.5 (unit dropped), anything
-else stays the stripped string. The same text always gives the same value: no state, no guessing.
+-> int, finite decimals -> float, `NN.NN%` -> ratio, `12.5 GB` -> 12.5 (unit dropped), `nan`/`nan%`
+(SGLang's `fwd occupancy: nan%` before the device timer has a window) -> None, so a NaN is never a
+number and never a string in a numeric column; anything else stays the stripped string. The same
+text always gives the same value: no state, no guessing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _NUMBER_UNIT = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?) ?([A-Za-z/]{1,8})")
 
-Value = int | float | bool | str
+Value = int | float | bool | str | None
+_NAN = frozenset({"nan", "nan%", "-nan", "-nan%", "NaN", "NaN%"})
 
 
 @lru_cache(maxsize=4096)
@@ -50,10 +53,18 @@ def field_value(raw: str) -> Value:
     number = _number(raw)
     if number is not None:
         return number
+    if raw in _NAN:
+        return None
     if raw.endswith("%"):
         percent = _number(raw[:-1].rstrip())
         if percent is not None:
             return round(percent / 100, 10)
+    head, space, unit = raw.partition(" ")
+    if space and len(unit) <= 8 and unit.isascii() and unit.replace("/", "").isalpha():
+        # `76.6 tokens/s`, `3 reqs`: the regex below reads these the same way, only slower.
+        number = _number(head)
+        if number is not None:
+            return number
     with_unit = _NUMBER_UNIT.fullmatch(raw)
     if with_unit is not None:
         number = _number(with_unit[1])

@@ -4,8 +4,14 @@ V0 `INFO 01-22 18:27:20 metrics.py:449] Avg prompt throughput: 0.0 tokens/s, Avg
 throughput: 41.7 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 2.0%,
 CPU KV cache usage: 0.0%.` and V1 `(APIServer pid=3646) INFO 05-19 10:13:11 [loggers.py:271] Engine 000:
 Avg prompt throughput: ..., Running: 18 reqs, Waiting: 43 reqs, GPU KV cache usage: 95.9%, Prefix cache
-hit rate: 0.0%` -> `stats`. vLLM stamps have no year: `ts` is `01-22T18:27:20` (to_epoch takes the
+hit rate: 0.0%` -> `stats`, as are `N Engines Aggregated: ...` (`engine: "aggregated"`, `engines: N`),
+the `MFU: 6.6 TF/s/GPU 105.0 GB/s/GPU` part or line (`mfu_tflops_per_gpu`, `mfu_gbps_per_gpu`) and
+`SpecDecoding metrics: ...` (`mean_acceptance_length`, `accepted`, `drafted`, the list
+`per_position_acceptance_rate`, `avg_draft_acceptance_rate`, ...). `Deferred: N reqs` -> `deferred_req`
+(already counted in `Waiting`). vLLM stamps have no year: `ts` is `01-22T18:27:20` (to_epoch takes the
 year from its reference day). vLLM repeats its prefix on every line of a traceback.
+Health: a line in a known layout with nothing to chart is `ignored`; a stats line that gives no
+record, or a line in no known layout, is `unparsed`.
 """
 
 from __future__ import annotations
@@ -15,10 +21,11 @@ from typing import ClassVar
 
 from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
-from kvwatch.parsers.header import Header, parse_header, strip_process
+from kvwatch.parsers.header import Header, parse_header, stamp
+from kvwatch.parsers.prefixes import peel, strip_repeats
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.sglang import is_access_line
-from kvwatch.parsers.values import field_name, field_value
+from kvwatch.parsers.values import Value, field_name, field_value
 
 _STATS_NAMES = {
     "avg_prompt_throughput": "prompt_throughput",
@@ -27,38 +34,69 @@ _STATS_NAMES = {
     "waiting": "queue_req",
     "pending": "queue_req",
     "swapped": "swapped_req",
+    "deferred": "deferred_req",
+    "corrupted": "corrupted_req",
     "gpu_kv_cache_usage": "token_usage",
     "cpu_kv_cache_usage": "cpu_token_usage",
 }
 _ENGINE = re.compile(r"(?:Engine (\d+)|(\d+) Engines Aggregated): ")
+_SPEC_MARKERS = ("SpecDecoding metrics: ", "Speculative metrics: ")
+_MFU = re.compile(r"([\d.]+) TF/s/GPU ([\d.]+) GB/s/GPU")
+_LIST_FIELDS = frozenset({"per_position_acceptance_rate"})
 _CAPACITY = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 _BLOCKS = re.compile(r"# GPU blocks: (\d+), # CPU blocks: (\d+)")
 _KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
 _ARGS_MARKERS = ("non-default args: ", "args: ")
 
 
+def _fields(record: Record, body: str) -> None:
+    """`Key: value` parts into `record` by the naming rule; bare numbers extend a list field
+    (`Per-position acceptance rate: 0.9, 0.8`), `MFU: 6.6 TF/s/GPU 105.0 GB/s/GPU` gives two fields."""
+    listed: list[Value] | None = None
+    for part in body.rstrip(", .").split(", "):
+        key, found, raw = part.partition(": ")
+        if not found:
+            if listed is not None:
+                listed.append(field_value(part))
+            continue
+        name = field_name(key)
+        name = _STATS_NAMES.get(name, name)
+        listed = None
+        if name in _LIST_FIELDS:
+            record[name] = listed = [field_value(raw)]
+        elif name == "mfu" and (mfu := _MFU.fullmatch(raw.strip())) is not None:
+            record["mfu_tflops_per_gpu"] = float(mfu[1])
+            record["mfu_gbps_per_gpu"] = float(mfu[2])
+        elif name:
+            record[name] = field_value(raw)
+
+
 def _stats(line_no: int, header: Header, message: str) -> Record | None:
+    """V0/V1 periodic stats, the spec-decoding line and the MFU line -> `stats`, or None."""
     record: Record = {"kind": "stats", "line": line_no}
-    if header.ts is not None:
-        record["ts"] = header.ts
+    stamp(record, header)
     engine = _ENGINE.match(message)
     if engine is not None:
         record["engine"] = int(engine[1]) if engine[1] else "aggregated"
         if engine[2]:
             record["engines"] = int(engine[2])
         message = message[engine.end() :]
-    for part in message.rstrip(". ").split(", "):
-        key, found, raw = part.partition(": ")
-        if found:
-            name = field_name(key)
-            record[_STATS_NAMES.get(name, name)] = field_value(raw)
-    return record if "gen_throughput" in record else None
+    for marker in _SPEC_MARKERS:
+        if message.startswith(marker):
+            _fields(record, message[len(marker) :])
+            return record if len(record) > 3 else None
+    _fields(record, message)
+    # The line's one number every stats line has must be a number, or the line is not read at all.
+    return record if _is_number(record.get("gen_throughput", record.get("mfu_tflops_per_gpu"))) else None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _startup(line_no: int, header: Header, message: str) -> Record | None:
     record: Record = {"line": line_no}
-    if header.ts is not None:
-        record["ts"] = header.ts
+    stamp(record, header)
     if (match := _CAPACITY.search(message)) is not None:
         return {"kind": "capacity", **record, "max_total_num_tokens": int(match[1].replace(",", ""))}
     if (match := _BLOCKS.search(message)) is not None:
@@ -88,15 +126,18 @@ class VllmParser(TracebackMixin):
         self.health = ParseHealth()
 
     def _feed(self, line_no: int, text: str) -> list[Record]:
+        text = strip_repeats(text)
         header = parse_header(text)
-        done, consumed = self._through_block(header.message, header.found)
+        done, consumed = self._through_block(header.message, header.found and not header.shipped_only)
         if consumed:
             return done
         return done + self._line(line_no, text, header)
 
     def _line(self, line_no: int, text: str, header: Header) -> list[Record]:
         message = header.message
-        if "throughput: " in message:
+        # Periodic stats: one that gives no record is unparsed, never ignored.
+        stats_like = "throughput: " in message or "metrics: " in message or "MFU: " in message
+        if stats_like:
             record = _stats(line_no, header, message)
             if record is not None:
                 return [record]
@@ -106,13 +147,18 @@ class VllmParser(TracebackMixin):
         record = _startup(line_no, header, message)
         if record is not None:
             return [record]
-        block = open_block(line_no, header.ts, {}, message, repeated_headers=True)
+        block = open_block(line_no, header.ts, {}, message, repeated_headers=True, tz=header.tz)
         if block is not None:
             done = self._flush_block()
             self._block = block
             return done
-        event = _event(message, strip_process(text).startswith(("ERROR", "CRITICAL")))
+        event = _event(message, peel(text).rest.startswith(("ERROR", "CRITICAL")))
         if event is not None:
-            return [event_record(line_no, header.ts, {}, event, message)]
-        self.health.unparsed += 1
+            return [event_record(line_no, header.ts, {}, event, message, header.tz)]
+        # A vLLM line that says nothing we chart is not a parse failure; a stats line we could
+        # not read, or a line in no known layout, is.
+        if header.found and not stats_like:
+            self.health.ignored += 1
+        else:
+            self.health.unparsed += 1
         return []

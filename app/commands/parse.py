@@ -186,8 +186,11 @@ def _labelled(tables: list[pa.Table], records: list[Record], label: str | None) 
 
 def _summary(path: Path, parser: LineParser, lines: int) -> None:
     source = getattr(parser, "chosen", None) or parser.name
-    counts = ", ".join(f"{value} {key}" for key, value in parser.health.as_dict().items())
+    health = parser.health
+    counts = ", ".join(f"{value} {key}" for key, value in health.as_dict().items())
     print(f"kvwatch parse: {path} ({source}, {lines} lines): {counts}", file=sys.stderr)
+    if health.sample is not None:
+        print(f"kvwatch parse: {path}: first unparsed, line {health.sample_line}: {health.sample}", file=sys.stderr)
 
 
 def _chunks(args: argparse.Namespace) -> Iterator[Chunk]:

@@ -47,7 +47,8 @@ def test_field_name_rule(key: str, name: str) -> None:
         ("-1", -1),
         ("75.03 GB", 75.03),
         ("1e999", "1e999"),  # not finite: kept as text
-        ("nan", "nan"),
+        ("nan", None),  # a NaN is no number and no text: None, so numeric columns stay numeric
+        ("nan%", None),  # SGLang `fwd occupancy: nan%`
         ("0.1474 -> 0.1845", "0.1474 -> 0.1845"),
     ],
 )
