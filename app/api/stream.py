@@ -42,8 +42,8 @@ async def stream(
         hello = {"started_at": services.started_at, "resumed_from": resume, "replayed": replay.complete}
         # hello's id is where this client stands, so even a page that saw no event yet resumes exactly.
         yield ServerSentEvent(event="hello", data=hello, id=replay.position, retry=RECONNECT_MS)
-        for item in replay.events:
-            yield _event(item)
+        for missed in replay.events:
+            yield _event(missed)
         while not await request.is_disconnected():
             item = await subscription.next()
             if item is None:  # fell a whole queue behind: end; the browser resumes from its last id
