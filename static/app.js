@@ -109,6 +109,7 @@ async function loadHost(host) {
   state.extent = [Infinity, -Infinity];
   state.latest = {};
   state.progress = null;
+  pending.clear();  // live points of the host shown before must not land on this one's charts
   $("host-picker").value = host;
   history.replaceState(null, "", `#host=${encodeURIComponent(host)}`);
   updateLiveBadge();
