@@ -243,7 +243,9 @@ function traceLength(element) {
 
 // A chart that reached its bound gets its whole history again, downsampled by the server: the
 // browser keeps at most CHART_POINTS a trace, and a zoom fetches a window at full detail.
-const compactHistory = throttle(() => catchUp(fillCharts), 0);
+function compactHistory() {
+  catchUp(() => fillCharts(null));
+}
 
 function queueLive(metric, values) {
   for (const { panel, index } of tracesFor(metric)) {
@@ -319,7 +321,7 @@ document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "hidden") return;
   if (state.refillWhenShown) {
     state.refillWhenShown = false;
-    catchUp(fillCharts);
+    catchUp(() => fillCharts(null));
   } else {
     scheduleDraw();
   }
