@@ -160,3 +160,24 @@ def test_a_gap_the_server_cannot_replay_is_backfilled(
         assert page.evaluate("window.kvwatchBackfills") == backfills + 1
     finally:
         server.close()
+
+
+def test_a_chart_keeps_a_bounded_number_of_points(tmp_path: Path, serve_app: Any, page: Any) -> None:
+    append_lines(tmp_path / "server.log", 1, 20)
+    services = start_services(tmp_path)
+    server = serve_app(create_app(services))
+    wait_until(lambda: stored(services, 20))
+    open_live(page, server.url)
+    page.evaluate("""() => {
+        window.peak = 0;
+        const chart = document.getElementById('chart-throughput');
+        chart.on('plotly_redraw', () => { window.peak = Math.max(window.peak, chart.data[0].x.length); });
+    }""")
+    # 6,000 live points in one event (nothing stored): more than a trace keeps in the browser.
+    start = time.time() - 6000
+    services.bus.publish("sample", {"host": "local", "points": {
+        "gen_throughput": [[start + i, 5000.0 + i] for i in range(6000)]}})
+    # At the bound the chart is refilled with the stored history, downsampled by the server.
+    page.wait_for_function(f"{THROUGHPUT_Y}.length === 20", timeout=10_000)
+    assert page.evaluate("window.peak") == 5000
+    assert drawn_values(page) == {900.0 + n for n in range(1, 21)}
