@@ -1,40 +1,164 @@
-"""Fan-out of live events to SSE subscribers. Publishing is thread-safe; subscribers are asyncio."""
+"""Fan-out of live events to SSE subscribers. Publishing is thread-safe; subscribers are asyncio.
+
+One fan-out for every client: an event is numbered and JSON-encoded once, kept in a bounded replay
+log, and the same object is offered to every subscriber; nothing on this path queries the store.
+Every event's id is `<epoch>-<seq>`: the epoch names this bus (one server process), the sequence is
+the bus's count of published events. A page that reconnects with `Last-Event-ID` is replayed what it
+missed while that is still in the log; otherwise `replay_after` says so and the page backfills from
+`/api/series`.
+
+Backpressure: a subscriber's queue is bounded. One that falls a whole queue behind (a stalled tab,
+a slow link) is dropped instead of growing server memory: its stream ends, the browser reconnects
+with its last id and is replayed the rest, so a slow client loses nothing that is still in the log.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
+from fastapi.encoders import jsonable_encoder
+
 SUBSCRIBER_QUEUE = 1000
+REPLAY_EVENTS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    seq: int
+    event: str
+    raw: str  # the event's data as JSON, encoded once for all subscribers (and all the log keeps)
+    epoch: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.epoch}-{self.seq}"
+
+
+class Subscription:
+    """One SSE client's bounded queue; `None` in it means the client fell behind and was dropped."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, size: int) -> None:
+        self.loop = loop
+        self.queue: asyncio.Queue[Published | None] = asyncio.Queue(size)
+        self.dropped = False
+
+    async def next(self) -> Published | None:
+        return await self.queue.get()
+
+    def offer(self, item: Published) -> None:
+        """Runs on the subscriber's loop. Full queue: empty it and leave only the drop mark."""
+        if self.dropped:
+            return
+        if self.queue.full():
+            self.dropped = True
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(None)
+            return
+        self.queue.put_nowait(item)
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """What a (re)connecting client gets before live events: the missed ones, or `complete=False`
+    when the log no longer holds all of them (another server process, or too long away)."""
+
+    events: list[Published]
+    complete: bool
+    position: str  # the id after which live events follow the replay: where a new client stands
 
 
 class EventBus:
-    def __init__(self) -> None:
-        self._subscribers: set[tuple[asyncio.AbstractEventLoop, asyncio.Queue[tuple[str, Any]]]] = set()
+    def __init__(self, replay_events: int | None = None, queue_size: int | None = None) -> None:
+        # Seconds since the epoch in base 36: a restarted server never reuses an old id's meaning.
+        self.epoch = _base36(time.time_ns() // 1_000_000)
+        self.queue_size = queue_size or SUBSCRIBER_QUEUE
+        self._seq = 0
+        self._log: deque[Published] = deque(maxlen=replay_events or REPLAY_EVENTS)
+        self._subscribers: dict[int, Subscription] = {}
         self._lock = threading.Lock()
 
-    def subscribe(self) -> asyncio.Queue[tuple[str, Any]]:
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(SUBSCRIBER_QUEUE)
+    @property
+    def last_id(self) -> str:
+        return f"{self.epoch}-{self._seq}"
+
+    def subscribe(self, last_event_id: str | None = None) -> tuple[Subscription, Replay]:
+        """A new subscriber, and atomically with it what it missed after `last_event_id`."""
+        subscription = Subscription(asyncio.get_running_loop(), self.queue_size)
         with self._lock:
-            self._subscribers.add((asyncio.get_running_loop(), queue))
-        return queue
+            replay = self._replay_after(last_event_id)
+            self._subscribers[id(subscription)] = subscription
+        return subscription, replay
 
-    def unsubscribe(self, queue: asyncio.Queue[tuple[str, Any]]) -> None:
+    def unsubscribe(self, subscription: Subscription) -> None:
         with self._lock:
-            self._subscribers = {s for s in self._subscribers if s[1] is not queue}
+            self._subscribers.pop(id(subscription), None)
 
-    def publish(self, event: str, data: Any) -> None:
-        with self._lock:
-            subscribers = list(self._subscribers)
-        for loop, queue in subscribers:
-            try:
-                loop.call_soon_threadsafe(_offer, queue, (event, data))
-            except RuntimeError:  # that subscriber's loop has closed
-                self.unsubscribe(queue)
+    def publish(self, event: str, data: Any) -> Published:
+        raw = _json(data)
+        with self._lock:  # numbering and queueing in one order, whichever thread publishes
+            self._seq += 1
+            item = Published(self._seq, event, raw, self.epoch)
+            self._log.append(item)
+            closed = [s for s in self._subscribers.values() if not _offer_threadsafe(s, item)]
+            for subscription in closed:
+                self._subscribers.pop(id(subscription), None)
+        return item
+
+    def _replay_after(self, last_event_id: str | None) -> Replay:
+        if not last_event_id:
+            return Replay([], True, self.last_id)
+        epoch, _, seq_text = last_event_id.rpartition("-")
+        if epoch != self.epoch or not seq_text.isdigit():
+            return Replay([], False, self.last_id)
+        seq = int(seq_text)
+        if seq >= self._seq:
+            return Replay([], seq == self._seq, self.last_id)
+        oldest = self._log[0].seq if self._log else self._seq + 1
+        if oldest > seq + 1:
+            return Replay([], False, self.last_id)
+        missed = list(islice(self._log, seq + 1 - oldest, None))  # the log's seqs are consecutive
+        return Replay(missed, True, last_event_id)
 
 
-def _offer(queue: asyncio.Queue[tuple[str, Any]], item: tuple[str, Any]) -> None:
-    # A slow page loses live points rather than growing memory; it refetches history on reconnect.
-    if not queue.full():
-        queue.put_nowait(item)
+def _offer_threadsafe(subscription: Subscription, item: Published) -> bool:
+    try:
+        subscription.loop.call_soon_threadsafe(subscription.offer, item)
+        return True
+    except RuntimeError:  # that subscriber's loop has closed
+        return False
+
+
+def _json(data: Any) -> str:
+    """Strict JSON, as fastapi.sse sends it: NaN and infinities (which JSON.parse rejects) as null."""
+    try:
+        return json.dumps(data, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(_finite(jsonable_encoder(data)), separators=(",", ":"))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while n:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+    return out or "0"

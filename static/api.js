@@ -38,13 +38,28 @@ export function fetchAlerts() {
   return optionalJSON("/api/alerts");
 }
 
-export function openStream(handlers, onState) {
-  const source = new EventSource("/api/stream");
-  source.onopen = () => onState("live");
-  source.onerror = () => onState(source.readyState === EventSource.CLOSED ? "offline" : "reconnecting");
-  for (const [event, handler] of Object.entries(handlers)) {
-    source.addEventListener(event, (message) => handler(JSON.parse(message.data)));
-  }
-  window.addEventListener("beforeunload", () => source.close());
-  return source;
+// One EventSource for everything live. Every event has an id; on a blip the browser reconnects by
+// itself with Last-Event-ID and the server replays what was missed. A stream the browser gave up on
+// (an HTTP error while the server restarts) is reopened here, resuming from the last id it saw.
+export function openStream(handlers, onState, { reopenMs = 2000 } = {}) {
+  let lastId = null;
+  let source = null;
+  let closing = false;
+  const open = () => {
+    source = new EventSource(lastId ? `/api/stream?${new URLSearchParams({ last_event_id: lastId })}` : "/api/stream");
+    source.onopen = () => onState("live");
+    source.onerror = () => {
+      onState("reconnecting");
+      if (source.readyState === EventSource.CLOSED && !closing) setTimeout(open, reopenMs);
+    };
+    for (const [event, handler] of Object.entries(handlers)) {
+      source.addEventListener(event, (message) => {
+        if (message.lastEventId) lastId = message.lastEventId;
+        handler(JSON.parse(message.data), message.lastEventId);
+      });
+    }
+  };
+  open();
+  window.addEventListener("beforeunload", () => { closing = true; source.close(); });
+  return { close: () => { closing = true; source.close(); }, get source() { return source; } };
 }

@@ -1,6 +1,6 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
 import { fetchAlerts, fetchEvents, fetchHosts, fetchRuns, fetchSeries, openStream } from "./api.js";
-import { createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
+import { appendPoints, createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { showHostPanels } from "./hostpanels.js";
 import { PANELS, labelTrace, tracesFor } from "./panels.js";
@@ -9,7 +9,10 @@ import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFresh
 
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
-                notified: new Set(), extent: [Infinity, -Infinity], loading: null };
+                notified: new Set(), extent: [Infinity, -Infinity], loading: null, backfilling: false,
+                refillWhenShown: false };
+// The most points a trace keeps in the browser; history beyond it is downsampled by the server.
+const CHART_POINTS = 5000;
 window.kvwatchZoomFetches = 0;
 
 function throttle(fn, ms) {
@@ -107,6 +110,7 @@ async function loadHost(host) {
   state.extent = [Infinity, -Infinity];
   state.latest = {};
   state.progress = null;
+  pending.clear();  // live points of the host shown before must not land on this one's charts
   $("host-picker").value = host;
   history.replaceState(null, "", `#host=${encodeURIComponent(host)}`);
   updateLiveBadge();
@@ -174,15 +178,92 @@ const fetchRate = throttle(async () => {
 const throttledHosts = throttle(refreshHosts, 5000);
 const throttledMarkers = throttle(refreshMarkers, 1000);
 
-// Live points are buffered and drawn at most once a second, one redraw per chart.
-const pending = new Map();
-const flushLive = throttle(() => {
-  const batches = [...pending.entries()];
+// Live points wait for the next animation frame: every sample that arrives within one frame is drawn
+// in one redraw per chart, so a point is on screen one frame after it arrives. A hidden tab gets no
+// frames and draws nothing; when it is shown again one frame draws everything it buffered.
+const pending = new Map();  // panel id -> Map(trace index -> [[t, v], ...])
+let frameRequested = false;
+let pendingCount = 0;
+window.kvwatchDraws = 0;
+
+function scheduleDraw() {
+  if (frameRequested || document.visibilityState === "hidden") return;
+  frameRequested = true;
+  requestAnimationFrame(drawPending);
+}
+
+function drawPending() {
+  frameRequested = false;
+  if (state.backfilling) return;  // resumed after the backfill, in order
+  pendingCount = 0;
+  if (state.zoom || !pending.size) {
+    pending.clear();
+    return;
+  }
+  const range = Number.isFinite(state.extent[0]) ? [...state.extent] : null;
+  for (const panel of PANELS) {  // top to bottom: the first charts are on screen first
+    const byIndex = pending.get(panel.id);
+    if (byIndex) appendPoints($(panel.id), inOrder($(panel.id), byIndex), range, CHART_POINTS);
+  }
   pending.clear();
-  if (state.zoom) return;
-  for (const [id, byIndex] of batches) extendTraces($(id), byIndex);
-  alignLive();
+  if (range) {
+    state.applied = range;
+    followAxis(range);
+  }
+  window.kvwatchDraws += 1;
+  if (PANELS.some((panel) => traceLength($(panel.id)) >= CHART_POINTS)) compactHistory();
+}
+
+// Charts without new points follow the shared time axis too, but at most once a second: their
+// range is cosmetic, and a redraw of each in every frame would delay the charts that have news.
+const followAxis = throttle(() => {
+  if (state.zoom || !Number.isFinite(state.extent[0])) return;
+  const range = [...state.extent];
+  state.applied = range;
+  for (const panel of PANELS) {
+    if (!traceLength($(panel.id))) continue;  // an empty chart has nothing to align
+    const axis = $(panel.id).layout?.xaxis;
+    const shown = axis?.range?.map((x) => new Date(x).getTime() / 1000);
+    if (!shown || Math.abs(shown[1] - range[1]) > 0.5 || Math.abs(shown[0] - range[0]) > 0.5) setXRange($(panel.id), range);
+  }
 }, 1000);
+
+// A point older than what a trace already ends with came twice (replay and backfill overlap): drop it.
+function inOrder(element, byIndex) {
+  const out = new Map();
+  for (const [index, points] of byIndex) {
+    const last = lastTime(element, index);
+    out.set(index, last === undefined ? points : points.filter(([t]) => t >= last));
+  }
+  return out;
+}
+
+function traceLength(element) {
+  return Math.max(0, ...(element.data || []).map((trace) => trace.x.length));
+}
+
+// A chart that reached its bound gets its whole history again, downsampled by the server: the
+// browser keeps at most CHART_POINTS a trace, and a zoom fetches a window at full detail.
+function compactHistory() {
+  catchUp(() => fillCharts(null));
+}
+
+function queueLive(metric, values) {
+  for (const { panel, index } of tracesFor(metric)) {
+    const byIndex = pending.get(panel.id) || new Map();
+    const queued = byIndex.get(index) || [];
+    queued.push(...values);
+    byIndex.set(index, queued);
+    pending.set(panel.id, byIndex);
+    pendingCount += values.length;
+  }
+  // Hidden for long: rather than buffer without end, forget the points and refetch once shown.
+  if (pendingCount > CHART_POINTS * PANELS.length) {
+    pending.clear();
+    pendingCount = 0;
+    state.refillWhenShown = true;
+  }
+}
 
 function onSample({ host, points }) {
   if (host !== state.host) return;
@@ -190,16 +271,62 @@ function onSample({ host, points }) {
     if (values.length) state.latest[metric] = values.at(-1)[1];
     noteExtent(values);
     if (state.zoom) continue;
-    for (const { panel, index } of tracesFor(metric)) {
-      const byIndex = pending.get(panel.id) || new Map();
-      byIndex.set(index, [...(byIndex.get(index) || []), ...values]);
-      pending.set(panel.id, byIndex);
-    }
+    queueLive(metric, values);
     if (metric === "completions") fetchRate();
   }
-  flushLive();
+  scheduleDraw();
   throttledHosts();
 }
+
+// Live drawing pauses while `fetch` refills the charts; what arrived meanwhile is drawn after it.
+async function catchUp(fetch) {
+  if (state.backfilling || !state.host) return;
+  state.backfilling = true;
+  try {
+    await fetch();
+  } finally {
+    state.backfilling = false;
+    scheduleDraw();
+  }
+}
+
+// The points a trace misses after its last one, from /api/series: after a stream the server could
+// not replay (restarted, or away longer than its replay log), and on the stream's first open (what
+// was stored between the history fetch and the stream's start).
+async function backfill() {
+  if (state.zoom) return;
+  const jobs = [];
+  for (const panel of PANELS) {
+    const element = $(panel.id);
+    panel.traces.forEach((trace, index) => {
+      const since = lastTime(element, index);
+      jobs.push(fetchSeries(state.host, trace.metric, { since, maxPoints: CHART_POINTS }).then((series) => {
+        const points = since === undefined ? series.points : series.points.filter(([t]) => t > since);
+        noteExtent(points);
+        return [element, index, points];
+      }));
+    });
+  }
+  for (const [element, index, points] of await Promise.all(jobs)) {
+    if (points.length) extendTraces(element, new Map([[index, points]]), CHART_POINTS);
+  }
+  alignLive();
+  window.kvwatchBackfills = (window.kvwatchBackfills || 0) + 1;
+}
+
+function onHello({ resumed_from: resumedFrom, replayed }) {
+  if (!resumedFrom || !replayed) catchUp(backfill);
+}
+
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "hidden") return;
+  if (state.refillWhenShown) {
+    state.refillWhenShown = false;
+    catchUp(() => fillCharts(null));
+  } else {
+    scheduleDraw();
+  }
+});
 
 function onHostEvent(data) {
   const known = state.hosts.find((h) => h.name === data.host);
@@ -250,7 +377,7 @@ async function main() {
   if (first) await loadHost(first.name);
   await alerts;
   openStream({
-    sample: onSample, host: onHostEvent, event: throttledMarkers, run: throttledMarkers, alert: refreshAlerts,
+    hello: onHello, sample: onSample, host: onHostEvent, event: throttledMarkers, run: throttledMarkers, alert: refreshAlerts,
   }, (streamState) => {
     $("stream-state").textContent = streamState;
     $("stream-state").className = `badge stream-${streamState}`;

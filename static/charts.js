@@ -66,13 +66,41 @@ export function extendTrace(element, index, points) {
 }
 
 // One redraw for every trace of a chart: redraws, not points, are what cost on a slow machine.
-export function extendTraces(element, byIndex) {
+export function extendTraces(element, byIndex, maxPoints = WINDOW_POINTS) {
   const indices = [...byIndex.keys()].filter((i) => byIndex.get(i).length);
   if (!indices.length) return;
   const points = indices.map((i) => byIndex.get(i));
   Plotly.extendTraces(element, { x: points.map(toX), y: points.map((p) => p.map(([, v]) => v)) }, indices,
-                      WINDOW_POINTS);
+                      maxPoints);
   element.received += points.reduce((sum, p) => sum + p.length, 0);
+}
+
+// Live points and the shared x range in ONE redraw per chart (extendTraces + relayout draw it twice,
+// and redraws, not points, are what a frame can afford). The arrays are extended in place, the oldest
+// points beyond maxPoints dropped, and plotly recomputes the chart once.
+export function appendPoints(element, byIndex, range, maxPoints = WINDOW_POINTS) {
+  let added = 0;
+  for (const [index, points] of byIndex) {
+    const trace = element.data?.[index];
+    if (!trace || !points.length) continue;
+    for (const [t, v] of points) {
+      trace.x.push(new Date(t * 1000));
+      trace.y.push(v);
+    }
+    if (trace.x.length > maxPoints) {
+      trace.x.splice(0, trace.x.length - maxPoints);
+      trace.y.splice(0, trace.y.length - maxPoints);
+    }
+    added += points.length;
+  }
+  if (!added) return false;
+  if (range) {
+    Object.assign(element.layout.xaxis, { type: "date", range: range.map((t) => new Date(t * 1000)),
+                                          autorange: false });
+  }
+  element.received += added;
+  Plotly.redraw(element);
+  return true;
 }
 
 export function lastTime(element, index) {
