@@ -2,8 +2,8 @@
 
 Each followed file gets a `SourceClock`: the zone its writer logs in (the host's `timezone` key,
 else detected from the file and the host, see collectors/clock_infer.py), and the host's clock
-skew to take off. A record whose stamp carried its own offset (`utc_offset_s`, set by the parsers
-for `Z` / `+08:00` stamps) is honoured as is.
+skew to take off. A record whose stamp carried its own offset (the parsers' `tz`, `+HH:MM` for a
+`Z` / `+08:00` stamp, or `utc_offset_s`) is honoured as is.
 
 With a named zone each stamp is resolved by zoneinfo, so a DST change inside a log does not tear
 the series. The hour a fall-back repeats is ambiguous; the log's order decides: once the wall clock
@@ -101,6 +101,8 @@ class SourceClock:
         if not isinstance(ts, str):
             return None
         explicit = record.get("utc_offset_s")
+        if explicit is None and isinstance(record.get("tz"), str):  # the parsers' `tz`: `+08:00` for `Z`/offsets
+            explicit = parse_offset(record["tz"])
         zoned = ZONED_STAMP.fullmatch(ts)
         if zoned is not None and explicit is None:  # `...Z` / `...+08:00` left on the stamp itself
             ts, explicit = zoned.group(1), parse_offset(zoned.group(2))

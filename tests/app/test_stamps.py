@@ -91,6 +91,33 @@ def test_a_zone_left_on_the_stamp_is_honoured(stamp: str) -> None:
     assert clock.report()["offset_from"] == "explicit"
 
 
+def _decode(line: str) -> dict[str, object]:
+    from kvwatch.parsers import create_parser
+
+    parser = create_parser("sglang")
+    (record,) = [r for r in [*parser.feed(1, line), *parser.flush()] if r.get("kind") == "decode"]
+    return record
+
+
+DECODE_BODY = "Decode batch, #running-req: 3, #token: 100, token usage: 0.10, gen throughput (token/s): 12.5, "
+
+
+def test_the_parsers_zone_reaches_the_clock() -> None:
+    """Dynamo's RFC 3339 stamp carries UTC: the host's own zone is not applied to it."""
+    record = _decode(f"2026-12-03T15:00:00.000000Z INFO sglang: {DECODE_BODY}")
+    assert record["tz"] == "+00:00"
+    clock = SourceClock(ZoneChoice("config", "timezone key", timezone="Asia/Shanghai"))
+    assert clock.record_time(record, 0) == utc("2026-12-03T15:00:00+00:00")
+    assert clock.report()["offset_from"] == "explicit"
+
+
+def test_behind_a_docker_stamp_the_servers_own_naive_stamp_is_read_in_its_zone() -> None:
+    record = _decode(f"2026-12-03T07:00:00.123456789Z [2026-12-03 15:00:00] {DECODE_BODY}")
+    assert record["ts"] == "2026-12-03T15:00:00" and "tz" not in record
+    clock = SourceClock(ZoneChoice("config", "timezone key", timezone="Asia/Shanghai"))
+    assert clock.record_time(record, 0) == utc("2026-12-03T07:00:00+00:00")
+
+
 def test_time_only_stamps_take_the_writers_local_day() -> None:
     clock = SourceClock(ZoneChoice("detected", "host shell", 28800))
     now = utc("2026-12-03T17:00:00+00:00")  # already Dec 4 in UTC+8
