@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from kvwatch.app.errors import ConfigError
+from kvwatch.app.trusted_hosts import host_pattern
 
-SERVER_KEYS = frozenset({"host", "port", "database", "token", "data_dir", "webhook", "retention_days"})
+SERVER_KEYS = frozenset(
+    {"host", "port", "database", "token", "data_dir", "webhook", "retention_days", "allowed_hosts"}
+)
 HOST_KEYS = frozenset(
     {
         "name", "ssh", "identity_file", "known_hosts", "server_log", "client_log", "outputs",
@@ -38,6 +41,7 @@ class ServerConfig:
     data_dir: str = "."
     webhook: str | None = None
     retention_days: float | None = None  # raw samples older than this are pruned; None keeps them all
+    allowed_hosts: tuple[str, ...] = ()  # Host names answered besides loopback and the bind address
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +117,7 @@ def _parse_server(table: dict[str, Any], where: str) -> ServerConfig:
         data_dir=_typed(table, "data_dir", str, where, "server.", defaults.data_dir),
         webhook=_typed(table, "webhook", str, where, "server.", None),
         retention_days=_retention_days(table, where),
+        allowed_hosts=_allowed_hosts(table, where),
     )
 
 
@@ -128,6 +133,16 @@ def _retention_days(table: dict[str, Any], where: str) -> float | None:
     if not math.isfinite(value) or value < 1:
         raise ConfigError(f"{where}: server.retention_days: must be at least 1 (day), got {value!r}")
     return float(value)
+
+
+def _allowed_hosts(table: dict[str, Any], where: str) -> tuple[str, ...]:
+    value = table.get("allowed_hosts", [])
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ConfigError(f"{where}: server.allowed_hosts: expected a list of host names")
+    try:
+        return tuple(host_pattern(name) for name in value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: server.allowed_hosts: {exc}") from None
 
 
 def _parse_host(table: Any, index: int, where: str) -> HostConfig:

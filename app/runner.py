@@ -15,7 +15,7 @@ from kvwatch.app.alerts import validate_alert_config
 from kvwatch.app.config import Config
 from kvwatch.app.config_files import check_host_files
 from kvwatch.app.errors import ConfigError
-from kvwatch.app.main import api_token, create_app
+from kvwatch.app.main import answered_hosts, api_token, create_app
 from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
 from kvwatch.app.pipeline.relay import StoreRelay
@@ -75,8 +75,9 @@ def serve(
 ) -> None:
     token = api_token(config)
     check_bind(host, token)
+    answered_hosts(config, host)  # a bad KVWATCH_ALLOWED_HOSTS stops the start before anything runs
     services = build_services(config, collect=collect)
-    app = create_app(services)
+    app = create_app(services, bind=host)
     if after_start is not None:
         after_start(services)
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
