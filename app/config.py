@@ -8,6 +8,7 @@ an error, so a typo never silently does nothing.
 from __future__ import annotations
 
 import glob as globmod
+import ipaddress
 import math
 import os
 import tomllib
@@ -19,7 +20,8 @@ from kvwatch.app.errors import ConfigError
 from kvwatch.app.trusted_hosts import host_pattern
 
 SERVER_KEYS = frozenset(
-    {"host", "port", "database", "token", "data_dir", "webhook", "retention_days", "allowed_hosts"}
+    {"host", "port", "database", "token", "data_dir", "webhook", "retention_days", "allowed_hosts",
+     "trusted_proxies"}
 )
 HOST_KEYS = frozenset(
     {
@@ -42,6 +44,7 @@ class ServerConfig:
     webhook: str | None = None
     retention_days: float | None = None  # raw samples older than this are pruned; None keeps them all
     allowed_hosts: tuple[str, ...] = ()  # Host names answered besides loopback and the bind address
+    trusted_proxies: tuple[str, ...] = ()  # addresses/networks whose X-Forwarded-For is believed; none by default
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,7 @@ def _parse_server(table: dict[str, Any], where: str) -> ServerConfig:
         webhook=_typed(table, "webhook", str, where, "server.", None),
         retention_days=_retention_days(table, where),
         allowed_hosts=_allowed_hosts(table, where),
+        trusted_proxies=_trusted_proxies(table, where),
     )
 
 
@@ -143,6 +147,21 @@ def _allowed_hosts(table: dict[str, Any], where: str) -> tuple[str, ...]:
         return tuple(host_pattern(name) for name in value)
     except ValueError as exc:
         raise ConfigError(f"{where}: server.allowed_hosts: {exc}") from None
+
+
+def _trusted_proxies(table: dict[str, Any], where: str) -> tuple[str, ...]:
+    """Proxies as uvicorn's forwarded_allow_ips takes them; `*` (believe anyone) is refused."""
+    value = table.get("trusted_proxies", [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where}: server.trusted_proxies: expected a list of IP addresses or networks")
+    for item in value:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"{where}: server.trusted_proxies: {item!r} is not an IP address or network (like 10.0.0.0/8)"
+            ) from None
+    return tuple(value)
 
 
 def _parse_host(table: Any, index: int, where: str) -> HostConfig:

@@ -8,11 +8,12 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
 from kvwatch.app.alerts import validate_alert_config
-from kvwatch.app.config import Config
+from kvwatch.app.config import Config, ServerConfig
 from kvwatch.app.config_files import check_host_files
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.main import answered_hosts, api_token, create_app
@@ -83,7 +84,16 @@ def serve(
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
     if os.path.isfile(config.path):
         ConfigReloader(services, config.path, controllers=True, collect=collect).install()
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+    uvicorn.run(app, host=host, port=port, **uvicorn_options(config.server))
+
+
+def uvicorn_options(server: ServerConfig) -> dict[str, Any]:
+    """uvicorn's settings besides host and port. X-Forwarded-For/-Proto are believed only from
+    `server.trusted_proxies`: uvicorn's default believes them from 127.0.0.1, so any local process could
+    pick the client address that the restart rate limit and the audit record go by."""
+    proxies = list(server.trusted_proxies)
+    return {"log_level": "warning", "timeout_graceful_shutdown": 2,
+            "proxy_headers": bool(proxies), "forwarded_allow_ips": proxies}
 
 
 def collect(config: Config, stop: threading.Event, narrow: Callable[[Config], Config] | None = None) -> None:
