@@ -29,15 +29,27 @@ from kvwatch.app.store import open_store
 log = logging.getLogger(__name__)
 
 
+MIN_TOKEN_CHARS = 32  # 128 bits as hex; `kvwatch init` writes 43 base64url characters (256 bits)
+PLACEHOLDER_TOKEN = "change-me"  # the example env file's value, which someone will forget to replace
+
+
 def check_bind(host: str, token: str | None) -> None:
-    """Anything but loopback is refused unless a token protects the mutating endpoints."""
+    """Anything but loopback is refused unless a strong enough token protects the mutating endpoints."""
     try:
         loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:
         loopback = host == "localhost"
-    if not loopback and not token:
+    if loopback:
+        return
+    if not token:
         raise ConfigError(
             f"server.host: refusing to bind {host} without a token; set KVWATCH_TOKEN or server.token"
+        )
+    field = "KVWATCH_TOKEN" if os.environ.get("KVWATCH_TOKEN") else "server.token"
+    if len(token) < MIN_TOKEN_CHARS or PLACEHOLDER_TOKEN in token.lower() or len(set(token)) < 8:
+        raise ConfigError(
+            f"{field}: too weak to bind {host}: use at least {MIN_TOKEN_CHARS} random characters "
+            f"(python -c 'import secrets; print(secrets.token_urlsafe(32))', or the one `kvwatch init` writes)"
         )
 
 
