@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from kvwatch.app.pipeline.bounds import HostBounds
 from kvwatch.app.pipeline.rows import RankAggregator, record_rows
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.collectors.base import Line
@@ -23,9 +24,10 @@ def parser_for(source: str) -> LineParser | None:
 class BatchBuilder:
     """Per host: one aggregator, so a host series combines every rank's (or output file's) latest value."""
 
-    def __init__(self, host: str) -> None:
+    def __init__(self, host: str, bounds: HostBounds | None = None) -> None:
         self.host = host
         self.aggregator = RankAggregator()
+        self.bounds = bounds or HostBounds()
 
     def from_lines(self, source: str, path: str, parser: LineParser | None, lines: list[Line],
                    state: TailState | None) -> tuple[Batch, int, int]:
@@ -40,7 +42,7 @@ class BatchBuilder:
             return batch, len(lines), 0
         before = parser.health.unparsed
         records: list[Record] = []
-        for line in lines:
+        for line in self.bounds.lines(lines):
             records.extend(parser.feed(line.line_no, line.text))
         self.add_records(batch, records)
         return batch, len(records), parser.health.unparsed - before
@@ -52,12 +54,13 @@ class BatchBuilder:
 
     def add_records(self, batch: Batch, records: Iterable[Record], prefix: str = "") -> None:
         for record in records:
-            samples, events = record_rows(record)
+            samples, events = record_rows(self.bounds.record(record))
             if prefix:
                 samples = [s._replace(metric=prefix + s.metric) for s in samples]
             self.add_samples(batch, samples)
             batch.events.extend(events)
 
     def add_samples(self, batch: Batch, samples: list[Sample]) -> None:
-        batch.samples.extend(samples)
-        batch.samples.extend(self.aggregator.host_samples(samples))
+        kept = self.bounds.samples(samples)
+        batch.samples.extend(kept)
+        batch.samples.extend(self.bounds.samples(self.aggregator.host_samples(kept)))
