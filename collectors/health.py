@@ -40,6 +40,7 @@ class SourceHealth:
     copies_drained: int = 0  # truncations whose unread rest was recovered from the copy
     lost_generations: int = 0  # a rotated file vanished before it was read to its end
     last_line_at: float | None = None
+    error: str | None = None  # why this file cannot be read now (permission, a directory, a loop)
 
     def saw(self, lines: int, nbytes: int, records: int, unparsed: int) -> None:
         self.lines += lines
