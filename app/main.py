@@ -15,6 +15,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from kvwatch.app import vendor
 from kvwatch.app.alerts import start_alerting
 from kvwatch.app.api import ROUTERS
+from kvwatch.app.api.headers import SecurityHeaders
 from kvwatch.app.api.limits import BodyLimit, Limits, MutationRateLimit
 from kvwatch.app.api.openapi import document_errors
 from kvwatch.app.config import Config
@@ -56,7 +57,9 @@ def create_app(
             if manage_collectors:
                 services.stop()
 
-    app = FastAPI(title="kvwatch", version="0.1.0", lifespan=lifespan)
+    # No /docs or /redoc: FastAPI's pages load Swagger UI/ReDoc from a CDN, which the page's CSP (and
+    # kvwatch's no-CDN rule) forbids. The schema itself stays at /openapi.json.
+    app = FastAPI(title="kvwatch", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services
     bounds = limits or Limits()
     # Added last runs first: an over-rate client is refused before its body is even read.
@@ -64,6 +67,7 @@ def create_app(
     app.add_middleware(MutationRateLimit, per_minute=bounds.mutations_per_minute, burst=bounds.mutation_burst)
     # Outermost: a request for a foreign name (DNS rebinding) is refused before anything else runs.
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=answered_hosts(services.config, bind), www_redirect=False)
+    app.add_middleware(SecurityHeaders)  # outside everything: refusals (400, 413, 429) carry the headers too
     if not services.controllers:
         services.controllers = build_controllers(services.config, services.store)
     app.state.controllers = services.controllers
