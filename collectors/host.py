@@ -232,7 +232,8 @@ class HostFollower:
             self.health.source(key[0], key[1]).error = str(exc)
             log.warning("%s: %s (skipped for %.0f s)", self.name, exc, self._unreadable.hold_s)
             return False
-        self.health.source(key[0], key[1]).error = None
+        if self._unreadable.recovered(key):
+            self.health.source(key[0], key[1]).error = None
         if not lines and tail.state == self._delivered.get(key):
             self.sink.idle(self.name, key[0], key[1])
             return False

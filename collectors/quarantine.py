@@ -18,9 +18,18 @@ class Quarantine:
     def __init__(self, hold_s: float) -> None:
         self.hold_s = hold_s
         self._until: dict[Key, float] = {}
+        self._failed: set[Key] = set()
 
     def hold(self, key: Key) -> None:
         self._until[key] = time.monotonic() + self.hold_s
+        self._failed.add(key)
+
+    def recovered(self, key: Key) -> bool:
+        """True once for a source that failed before and has now been read."""
+        if key not in self._failed:
+            return False
+        self._failed.discard(key)
+        return True
 
     def held(self, key: Key) -> bool:
         until = self._until.get(key)
@@ -33,3 +42,4 @@ class Quarantine:
 
     def release(self, key: Key) -> None:
         self._until.pop(key, None)
+        self._failed.discard(key)

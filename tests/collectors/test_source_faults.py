@@ -80,3 +80,14 @@ def test_a_vanished_path_leaves_the_followed_set(followed: tuple[HostFollower, S
     append(tmp_path / "out" / "good" / "raw.jsonl", numbered(6, 9))
     wait_for(lambda: len(sink.texts("outputs")) == 12, what="the remaining output file")
     assert follower.health.reconnects == 0
+
+
+def test_a_source_that_becomes_readable_flows_and_its_error_clears(
+    followed: tuple[HostFollower, SqliteSink], tmp_path: Path
+) -> None:
+    follower, sink = followed
+    wait_for(lambda: len(sink.seqs()) == 10, what="the server log")
+    (tmp_path / "loop").unlink()
+    append(tmp_path / "loop", numbered(1, 4))  # now a plain client log
+    wait_for(lambda: len(sink.texts("client_log")) == 4, what="the repaired client log")
+    assert follower.health.sources["client_log"].error is None and follower.health.reconnects == 0
