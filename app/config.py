@@ -8,6 +8,7 @@ an error, so a typo never silently does nothing.
 from __future__ import annotations
 
 import glob as globmod
+import ipaddress
 import math
 import os
 import tomllib
@@ -16,9 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from kvwatch.app.errors import ConfigError
+from kvwatch.app.trusted_hosts import host_pattern
 from kvwatch.collectors.clock_infer import is_zone_name
 
-SERVER_KEYS = frozenset({"host", "port", "database", "token", "data_dir", "webhook", "retention_days"})
+SERVER_KEYS = frozenset(
+    {"host", "port", "database", "token", "data_dir", "webhook", "retention_days", "allowed_hosts",
+     "trusted_proxies"}
+)
 HOST_KEYS = frozenset(
     {
         "name", "ssh", "identity_file", "known_hosts", "server_log", "client_log", "outputs",
@@ -40,6 +45,8 @@ class ServerConfig:
     data_dir: str = "."
     webhook: str | None = None
     retention_days: float | None = None  # raw samples older than this are pruned; None keeps them all
+    allowed_hosts: tuple[str, ...] = ()  # Host names answered besides loopback and the bind address
+    trusted_proxies: tuple[str, ...] = ()  # addresses/networks whose X-Forwarded-For is believed; none by default
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +123,8 @@ def _parse_server(table: dict[str, Any], where: str) -> ServerConfig:
         data_dir=_typed(table, "data_dir", str, where, "server.", defaults.data_dir),
         webhook=_typed(table, "webhook", str, where, "server.", None),
         retention_days=_retention_days(table, where),
+        allowed_hosts=_allowed_hosts(table, where),
+        trusted_proxies=_trusted_proxies(table, where),
     )
 
 
@@ -131,6 +140,31 @@ def _retention_days(table: dict[str, Any], where: str) -> float | None:
     if not math.isfinite(value) or value < 1:
         raise ConfigError(f"{where}: server.retention_days: must be at least 1 (day), got {value!r}")
     return float(value)
+
+
+def _allowed_hosts(table: dict[str, Any], where: str) -> tuple[str, ...]:
+    value = table.get("allowed_hosts", [])
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ConfigError(f"{where}: server.allowed_hosts: expected a list of host names")
+    try:
+        return tuple(host_pattern(name) for name in value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: server.allowed_hosts: {exc}") from None
+
+
+def _trusted_proxies(table: dict[str, Any], where: str) -> tuple[str, ...]:
+    """Proxies as uvicorn's forwarded_allow_ips takes them; `*` (believe anyone) is refused."""
+    value = table.get("trusted_proxies", [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where}: server.trusted_proxies: expected a list of IP addresses or networks")
+    for item in value:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"{where}: server.trusted_proxies: {item!r} is not an IP address or network (like 10.0.0.0/8)"
+            ) from None
+    return tuple(value)
 
 
 def _parse_host(table: Any, index: int, where: str) -> HostConfig:

@@ -10,15 +10,19 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from kvwatch.app import vendor
 from kvwatch.app.alerts import start_alerting
 from kvwatch.app.api import ROUTERS
+from kvwatch.app.api.headers import SecurityHeaders
 from kvwatch.app.api.limits import BodyLimit, Limits, MutationRateLimit
 from kvwatch.app.api.openapi import document_errors
 from kvwatch.app.config import Config
 from kvwatch.app.controller.wiring import build_controllers
+from kvwatch.app.errors import ConfigError
 from kvwatch.app.services import Services
+from kvwatch.app.trusted_hosts import ENV_VAR, allowed_hosts
 
 
 def api_token(config: Config) -> str | None:
@@ -29,7 +33,17 @@ def api_token(config: Config) -> str | None:
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 
-def create_app(services: Services, *, manage_collectors: bool = True, limits: Limits | None = None) -> FastAPI:
+def answered_hosts(config: Config, bind: str | None = None) -> list[str]:
+    """The Host names the app answers when it listens on `bind` (default: server.host)."""
+    try:
+        return allowed_hosts(config.server.allowed_hosts, bind or config.server.host)
+    except ValueError as exc:
+        raise ConfigError(f"{ENV_VAR}: {exc}") from None
+
+
+def create_app(
+    services: Services, *, manage_collectors: bool = True, limits: Limits | None = None, bind: str | None = None
+) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if manage_collectors:
@@ -43,12 +57,17 @@ def create_app(services: Services, *, manage_collectors: bool = True, limits: Li
             if manage_collectors:
                 services.stop()
 
-    app = FastAPI(title="kvwatch", version="0.1.0", lifespan=lifespan)
+    # No /docs or /redoc: FastAPI's pages load Swagger UI/ReDoc from a CDN, which the page's CSP (and
+    # kvwatch's no-CDN rule) forbids. The schema itself stays at /openapi.json.
+    app = FastAPI(title="kvwatch", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services
     bounds = limits or Limits()
     # Added last runs first: an over-rate client is refused before its body is even read.
     app.add_middleware(BodyLimit, max_bytes=bounds.max_body_bytes)
     app.add_middleware(MutationRateLimit, per_minute=bounds.mutations_per_minute, burst=bounds.mutation_burst)
+    # Outermost: a request for a foreign name (DNS rebinding) is refused before anything else runs.
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=answered_hosts(services.config, bind), www_redirect=False)
+    app.add_middleware(SecurityHeaders)  # outside everything: refusals (400, 413, 429) carry the headers too
     if not services.controllers:
         services.controllers = build_controllers(services.config, services.store)
     app.state.controllers = services.controllers

@@ -8,14 +8,15 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
 from kvwatch.app.alerts import validate_alert_config
-from kvwatch.app.config import Config
+from kvwatch.app.config import Config, ServerConfig
 from kvwatch.app.config_files import check_host_files
 from kvwatch.app.errors import ConfigError
-from kvwatch.app.main import api_token, create_app
+from kvwatch.app.main import answered_hosts, api_token, create_app
 from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
 from kvwatch.app.pipeline.relay import StoreRelay
@@ -28,15 +29,27 @@ from kvwatch.app.store import open_store
 log = logging.getLogger(__name__)
 
 
+MIN_TOKEN_CHARS = 32  # 128 bits as hex; `kvwatch init` writes 43 base64url characters (256 bits)
+PLACEHOLDER_TOKEN = "change-me"  # the example env file's value, which someone will forget to replace
+
+
 def check_bind(host: str, token: str | None) -> None:
-    """Anything but loopback is refused unless a token protects the mutating endpoints."""
+    """Anything but loopback is refused unless a strong enough token protects the mutating endpoints."""
     try:
         loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:
         loopback = host == "localhost"
-    if not loopback and not token:
+    if loopback:
+        return
+    if not token:
         raise ConfigError(
             f"server.host: refusing to bind {host} without a token; set KVWATCH_TOKEN or server.token"
+        )
+    field = "KVWATCH_TOKEN" if os.environ.get("KVWATCH_TOKEN") else "server.token"
+    if len(token) < MIN_TOKEN_CHARS or PLACEHOLDER_TOKEN in token.lower() or len(set(token)) < 8:
+        raise ConfigError(
+            f"{field}: too weak to bind {host}: use at least {MIN_TOKEN_CHARS} random characters "
+            f"(python -c 'import secrets; print(secrets.token_urlsafe(32))', or the one `kvwatch init` writes)"
         )
 
 
@@ -75,14 +88,24 @@ def serve(
 ) -> None:
     token = api_token(config)
     check_bind(host, token)
+    answered_hosts(config, host)  # a bad KVWATCH_ALLOWED_HOSTS stops the start before anything runs
     services = build_services(config, collect=collect)
-    app = create_app(services)
+    app = create_app(services, bind=host)
     if after_start is not None:
         after_start(services)
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
     if os.path.isfile(config.path):
         ConfigReloader(services, config.path, controllers=True, collect=collect).install()
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+    uvicorn.run(app, host=host, port=port, **uvicorn_options(config.server))
+
+
+def uvicorn_options(server: ServerConfig) -> dict[str, Any]:
+    """uvicorn's settings besides host and port. X-Forwarded-For/-Proto are believed only from
+    `server.trusted_proxies`: uvicorn's default believes them from 127.0.0.1, so any local process could
+    pick the client address that the restart rate limit and the audit record go by."""
+    proxies = list(server.trusted_proxies)
+    return {"log_level": "warning", "timeout_graceful_shutdown": 2,
+            "proxy_headers": bool(proxies), "forwarded_allow_ips": proxies}
 
 
 def collect(config: Config, stop: threading.Event, narrow: Callable[[Config], Config] | None = None) -> None:

@@ -41,6 +41,10 @@ class SourceMissing(CollectorError):
     """The file is not there."""
 
 
+class SourceUnreadable(CollectorError):
+    """This one file cannot be read (permission, a directory, a symlink loop); the host is fine."""
+
+
 class StreamClosed(CollectorError):
     """The connection ended while reading."""
 

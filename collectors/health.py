@@ -42,6 +42,7 @@ class SourceHealth:
     last_line_at: float | None = None
     # the zone offset used for this source's naive stamps and how it was found (app/pipeline/stamps.py)
     clock: dict[str, Any] | None = None
+    error: str | None = None  # why this file cannot be read now (permission, a directory, a loop)
 
     def saw(self, lines: int, nbytes: int, records: int, unparsed: int) -> None:
         self.lines += lines

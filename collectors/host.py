@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from kvwatch.collectors.backoff import Backoff
-from kvwatch.collectors.base import AuthFailed, CollectorError, FileStat, Line, Transport
+from kvwatch.collectors.base import AuthFailed, CollectorError, FileStat, Line, SourceUnreadable, Transport
 from kvwatch.collectors.clock import probe_host
 from kvwatch.collectors.clock_infer import HostClock
 from kvwatch.collectors.gpu import GpuSampler
@@ -32,6 +32,7 @@ from kvwatch.collectors.health import HOST_KEY_REJECTED, HostHealth, tail_counte
 from kvwatch.collectors.host_clock import host_clock_dict, observe_files, refresh_report, reprobe_host
 from kvwatch.collectors.lines import LineSplitter
 from kvwatch.collectors.metrics import scrape
+from kvwatch.collectors.quarantine import Quarantine
 from kvwatch.collectors.tail import UNKNOWN, Tail, Unknown
 from kvwatch.collectors.tail_state import TailState
 from kvwatch.collectors.watch import Watch
@@ -98,6 +99,7 @@ class HostFollower:
         self.tails: dict[tuple[str, str], Tail] = {}
         self.clock: HostClock | None = None  # the host's zone and skew, read on every connect
         self._delivered: dict[tuple[str, str], TailState | None] = {}
+        self._unreadable = Quarantine(self.options.glob_interval)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"kvwatch-host-{name}", daemon=True)
 
@@ -208,10 +210,17 @@ class HostFollower:
         return Watch(transport, sorted(path for _, path in self.tails) if self.options.wake else [])
 
     def _discover(self, transport: Transport) -> bool:
-        """Add tails for paths not followed yet (new output folders); True if any was added."""
+        """Add tails for paths not followed yet (new output folders) and drop those no glob matches any
+        more (their offsets stay stored); True if the set changed."""
+        expanded = [(spec, transport.glob(spec.pattern) if spec.expands else [spec.pattern]) for spec in self.sources]
+        matched = {(spec.kind, path) for spec, paths in expanded for path in paths}
+        gone = [key for key in self.tails if key not in matched]
+        for key in gone:
+            del self.tails[key]
+            self._delivered.pop(key, None)
+            self._unreadable.release(key)
         added = False
-        for spec in self.sources:
-            paths = transport.glob(spec.pattern) if spec.expands else [spec.pattern]
+        for spec, paths in expanded:
             for path in paths:
                 if (spec.kind, path) in self.tails:
                     continue
@@ -220,13 +229,15 @@ class HostFollower:
                 self._delivered[(spec.kind, path)] = state
                 self.health.source(spec.kind, path)
                 added = True
-        return added
+        return added or bool(gone)
 
     def _poll_files(self, transport: Transport) -> None:
         keys = list(self.tails)
         batched = getattr(transport, "stat_many", None)
         stats = batched([p for _, p in keys]) if batched is not None and keys else {}
         for key in keys:
+            if self._unreadable.held(key):
+                continue
             tail = self.tails[key]
             known: FileStat | Unknown | None = stats.get(key[1], UNKNOWN)
             # Again only while the tail is behind (a long file takes several reads): another poll
@@ -237,7 +248,15 @@ class HostFollower:
     def _poll_one(self, key: tuple[str, str], tail: Tail, known: FileStat | Unknown | None) -> bool:
         counters = tail_counters(tail.stats)
         bytes_before = tail.stats.bytes_read
-        lines = tail.poll(known)
+        try:
+            lines = tail.poll(known)
+        except SourceUnreadable as exc:  # this file's problem: the others keep flowing
+            self._unreadable.hold(key)
+            self.health.source(key[0], key[1]).error = str(exc)
+            log.warning("%s: %s (skipped for %.0f s)", self.name, exc, self._unreadable.hold_s)
+            return False
+        if self._unreadable.recovered(key):
+            self.health.source(key[0], key[1]).error = None
         if not lines and tail.state == self._delivered.get(key):
             self.sink.idle(self.name, key[0], key[1])
             return False
@@ -281,3 +300,4 @@ class HostFollower:
         # generation = scrape time (ms), offset = end of the line in that scrape: unique keys
         split = LineSplitter("metrics", int(time.time() * 1000), 0, 0)
         self._deliver_live("metrics", path, split.feed(text.encode() if text.endswith("\n") else text.encode() + b"\n"))
+

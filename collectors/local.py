@@ -6,7 +6,7 @@ import glob as globmod
 import os
 import subprocess
 
-from kvwatch.collectors.base import CollectorError, CommandResult, FileStat, SourceMissing
+from kvwatch.collectors.base import CollectorError, CommandResult, FileStat, SourceMissing, SourceUnreadable
 from kvwatch.collectors.stream import LocalStream
 
 
@@ -18,8 +18,8 @@ class LocalTransport:
             st = os.stat(path)
         except FileNotFoundError as exc:
             raise SourceMissing(path) from exc
-        except OSError as exc:
-            raise CollectorError(f"{path}: {exc.strerror}") from exc
+        except OSError as exc:  # on this machine every other file error is this file's alone
+            raise SourceUnreadable(f"{path}: {exc.strerror}") from exc
         return FileStat(inode=st.st_ino, size=st.st_size)
 
     def stat_many(self, paths: list[str]) -> dict[str, FileStat | None]:
@@ -29,6 +29,8 @@ class LocalTransport:
                 out[path] = self.stat(path)
             except SourceMissing:
                 out[path] = None
+            except SourceUnreadable:
+                continue  # left out: the tail's own stat raises it for that one source
         return out
 
     def read(self, path: str, offset: int, length: int) -> bytes:
@@ -39,7 +41,7 @@ class LocalTransport:
         except FileNotFoundError as exc:
             raise SourceMissing(path) from exc
         except OSError as exc:
-            raise CollectorError(f"{path}: {exc.strerror}") from exc
+            raise SourceUnreadable(f"{path}: {exc.strerror}") from exc
 
     def glob(self, pattern: str) -> list[str]:
         return sorted(globmod.glob(os.path.expanduser(pattern)))

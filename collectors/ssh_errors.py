@@ -14,6 +14,7 @@ from kvwatch.collectors.base import (
     ConnectFailed,
     HostKeyRejected,
     SourceMissing,
+    SourceUnreadable,
     StreamClosed,
 )
 
@@ -53,5 +54,11 @@ def map_ssh_errors(what: str, *, connecting: bool = False) -> Iterator[None]:
         if exc.errno == errno.ENOENT:
             raise SourceMissing(f"{what}: no such file") from exc
         if exc.errno in (errno.EACCES, errno.EPERM):
-            raise CollectorError(f"{what}: permission denied") from exc
+            raise SourceUnreadable(f"{what}: permission denied") from exc
+        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENOTDIR):
+            raise SourceUnreadable(f"{what}: {exc.strerror}") from exc
+        if exc.errno is None and not connecting:
+            # paramiko's SFTP status "Failure" (a directory, a symlink loop, ...): the server answered
+            # about this file, so the connection is fine. Socket errors always carry an errno.
+            raise SourceUnreadable(f"{what}: {exc} (SFTP)") from exc
         raise lost(f"{what}: {exc.strerror or exc}") from exc

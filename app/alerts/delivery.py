@@ -171,6 +171,12 @@ def _http_only(url: str) -> str:
     return url
 
 
+def chat_escape(text: str) -> str:
+    """Text as Slack/Mattermost show it literally: `<...>` there is a link or a mention (`<!channel>`)
+    and `&` starts an entity, so names and log-derived words in a summary are escaped (Slack's rule)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def message(change: Change, dedup_key: str, base_url: str = "") -> dict[str, Any]:
     """The POST body; `base_url` ("http://host:port" of the dashboard) makes the chart link absolute."""
     link = base_url + change.payload["link"]
@@ -179,7 +185,7 @@ def message(change: Change, dedup_key: str, base_url: str = "") -> dict[str, Any
     chart = f"<{link}|chart>" if link.startswith(("http://", "https://")) else f"chart: {link}"
     late = " (found in a backlog)" if alert.get("late") else ""
     return {
-        "text": f"[{label}] {alert['summary']}{late} {chart}",
+        "text": f"[{label}] {chat_escape(alert['summary'])}{late} {chart}",
         "status": alert["state"],
         "previous": change.previous,
         "dedup_key": dedup_key,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi.responses import StreamingResponse
 
 from kvwatch.app.api.catalog import host_combine
 from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.api.points import run_window
-from kvwatch.app.export import NOTHING_STORED, encode, rollup_rows, safe_name, series_frame
+from kvwatch.app.export import NOTHING_STORED, encode_chunks, rollup_rows, safe_name, series_frame
 from kvwatch.app.store.base import Store
 
 router = APIRouter(tags=["export"])
@@ -40,13 +41,13 @@ def export_series(
     frame = series_frame(services.store, host, metrics, rank, since, until)
     if run is not None and frame.empty:
         raise HTTPException(status_code=404, detail=f"run {run!r} of {host!r}: {NOTHING_STORED}")
-    body = encode(frame, format)
     headers = {"Content-Disposition": f'attachment; filename="{safe_name(name)}.{format}"',
                # how many rows are 10 s rollup buckets (raw samples pruned by retention), 0: all raw
                "X-Kvwatch-Rollup-Rows": str(rollup_rows(frame)),
                # what each exported series is, in the metric catalog's words: `running_req=sum over 4 DP ranks`
                "X-Kvwatch-Combine": combine_header(services.store, host, metrics, rank)}
-    return Response(body, media_type=MEDIA_TYPES[format], headers=headers)
+    # Streamed a piece at a time: a long run's export is never one bytes object next to its table.
+    return StreamingResponse(encode_chunks(frame, format), media_type=MEDIA_TYPES[format], headers=headers)
 
 
 

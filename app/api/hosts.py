@@ -23,7 +23,7 @@ def list_hosts(services: ServicesDep) -> list[dict[str, Any]]:
     for host in services.config.hosts:
         collector = services.collectors.get(host.name)
         # A web-only app (scale-out) shows what the host's collector process last wrote to the store.
-        health = collector.health.as_dict() if collector else stored_health(services.store, host.name)
+        health = collector.health_dict() if collector else stored_health(services.store, host.name)
         out.append(
             {
                 "name": host.name,

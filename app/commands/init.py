@@ -10,6 +10,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import secrets
 import sys
 import tempfile
 import tomllib
@@ -33,6 +34,7 @@ HEADER = """\
 
 [server]
 # host = "127.0.0.1"        # bind address; anything but loopback needs a token (KVWATCH_TOKEN or `token`)
+token = {token}   # bearer token for restarts, 256 random bits; KVWATCH_TOKEN overrides it
 # port = 8765
 # database = "kvwatch.db"   # a SQLite file in data_dir, or postgresql://user@host/db to share one
 #                           # database between several `kvwatch collect` processes and one web app
@@ -96,7 +98,9 @@ def ssh_hosts(path: Path) -> list[SshHost]:
 
 def render(hosts: list[SshHost], source: Path | None) -> str:
     date = dt.date.today().isoformat()
-    text = HEADER.format(date=date, source=f" from {source}" if source else "")
+    # A fresh secret each time; the file is created 0600 (mkstemp), since it now holds it.
+    token = _toml_string(secrets.token_urlsafe(32))
+    text = HEADER.format(date=date, source=f" from {source}" if source else "", token=token)
     for host in hosts:
         who = f"{host.user}@" if host.user else ""
         text += HOST_BLOCK.format(

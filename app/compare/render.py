@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from typing import Any
 
 NOT_ENOUGH = "not enough steady data yet"
@@ -36,6 +37,9 @@ CSV_COLUMNS = (
     "source",  # completion_rate: where the run's count came from (output files, client progress, admissions)
 )
 ROLLUP_MARK = " [10 s rollup]"
+
+
+_MARKDOWN_ACTIVE = re.compile(r"([\\`*\[\]<>|~!&#])")
 
 
 def number(value: float, unit: str) -> str:
@@ -73,13 +77,20 @@ def cell(row: dict[str, Any], i: int, baseline: int) -> str:
     return text
 
 
+def markdown_text(text: str) -> str:
+    """Text shown as itself in Markdown: labels come from flag values in a server's log, which could
+    carry `<img onerror=...>`, `[x](javascript:...)`, code spans or a `|` that splits a table row.
+    CommonMark lets any ASCII punctuation be backslash-escaped; `-`, `.`, `_` and `=` stay readable."""
+    return _MARKDOWN_ACTIVE.sub(r"\\\1", text)
+
+
 def to_markdown(result: dict[str, Any]) -> str:
     rows = {row["metric"]: row for row in result["rows"]}
     shown = [rows[m] for m in MARKDOWN_METRICS if m in rows]
     baseline = next(i for i, r in enumerate(result["runs"]) if r["id"] == result["baseline"])
     lines = ["| config | " + " | ".join(r["label"] for r in shown) + " |", "|---|" + "---|" * len(shown)]
     for i, run in enumerate(result["runs"]):
-        label = ("baseline: " if i == baseline else "") + run["label"].replace("|", "\\|")
+        label = ("baseline: " if i == baseline else "") + markdown_text(run["label"])
         lines.append(f"| {label} | " + " | ".join(cell(r, i, baseline) for r in shown) + " |")
     lines += [
         "",
@@ -97,10 +108,10 @@ def to_markdown(result: dict[str, Any]) -> str:
             f" ({'auto' if steady['auto'] else 'by hand'})"
         )
         note = steady["message"] if steady["status"] != "steady" else where
-        lines.append(f"- {run['label']} (`{run['id']}`): {note}")
+        lines.append(f"- {markdown_text(run['label'])} (`{run['id']}`): {note}")
     prices = result.get("summaries") or []
     if prices:  # the comparison ends with the price of each choice, one sentence each
-        lines += ["", *(f"Price: {entry['sentence']}." for entry in prices)]
+        lines += ["", *(f"Price: {markdown_text(entry['sentence'])}." for entry in prices)]
     return "\n".join(lines) + "\n"
 
 

@@ -11,6 +11,7 @@ from collections import deque
 from kvwatch.app.controller.errors import InvalidFlags, RateLimited, Vetoed
 from kvwatch.app.controller.policy import ControllerConfig
 from kvwatch.app.flags.argv import Launch, merge
+from kvwatch.app.flags.exposure import is_guarded
 from kvwatch.app.flags.schema import FlagValue, Schema, ValidationError, normalize
 
 
@@ -26,11 +27,22 @@ def plan_flags(config: ControllerConfig, schema: Schema, launch: Launch, flags: 
     changes, errors = normalize(schema, requested, strict=True)
     if errors:
         raise InvalidFlags(errors)
+    _refuse_guarded(config, launch, changes)
     target = merge(launch.flags, changes)
     veto = config.veto_for(schema, target)
     if veto is not None:
         raise Vetoed(f"--{veto.flag}={veto.value} is vetoed on {config.host}: {veto.reason}")
     return target
+
+
+def _refuse_guarded(config: ControllerConfig, launch: Launch, changes: dict[str, FlagValue]) -> None:
+    """Flags that load code or change what is served or exposed: only by name from the config (403)."""
+    refused = sorted(flag for flag, value in changes.items()
+                     if is_guarded(flag) and flag not in config.allow_flags and launch.flags.get(flag) != value)
+    if refused:
+        names = ", ".join(f"--{flag}" for flag in refused)
+        raise Vetoed(f"{names} on {config.host}: not a tuning flag (it loads code or changes what is served or "
+                     f"exposed); allow it by name in hosts.restart.allow_flags")
 
 
 def shown(flags: dict[str, object] | None, preset: str | None) -> dict[str, FlagValue]:

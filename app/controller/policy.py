@@ -27,6 +27,8 @@ In kvwatch.toml, inside a `[[hosts]]` entry (TOML attaches the sub-tables to the
     poll_interval = 2.0
     max_restarts = 3                      # restart-loop cap: starts allowed ...
     restart_window = 600                  # ... per this many seconds (rollbacks count)
+    allow_flags = []                      # flags beyond tuning a request may change, by name
+                                          # (model-path, trust-remote-code, port...: app/flags/exposure.py)
 
 Top-level `[presets.<name>]` and `[[vetoes]]` tables (same shape) apply to every host.
 A request's flags (or a preset's) are laid over the launch flags, so a run's flags are always
@@ -101,6 +103,7 @@ class ControllerConfig:
     presets: dict[str, Preset] = field(default_factory=dict)
     vetoes: tuple[Veto, ...] = ()
     restart: RestartSettings = field(default_factory=lambda: RestartSettings("python3", "remote", "", ""))
+    allow_flags: frozenset[str] = frozenset()  # guarded flags (app/flags/exposure.py) requests may change
 
     def veto_for(self, schema: Schema, flags: dict[str, FlagValue]) -> Veto | None:
         return next((veto for veto in self.vetoes if veto.matches(schema, flags)), None)
@@ -138,7 +141,7 @@ def parse_controller_config(
     presets = {**_presets("*", shared.get("presets", {})), **_presets(name, host_table.get("presets", {}))}
     vetoes = _vetoes("*", shared.get("vetoes", [])) + _vetoes(name, host_table.get("vetoes", []))
     return ControllerConfig(host=name, launch=launch, presets=presets, vetoes=vetoes,
-                            restart=_restart(name, host_table, launch))
+                            restart=_restart(name, host_table, launch), allow_flags=_allow_flags(name, host_table))
 
 
 def _presets(host: str, table: object) -> dict[str, Preset]:
@@ -172,7 +175,7 @@ def _restart(host: str, host_table: dict[str, Any], launch: str) -> RestartSetti
     table = host_table.get("restart", {})
     if not isinstance(table, dict):
         raise ConfigError(f"hosts.{host}.restart: expected a table")
-    known = set(RestartSettings.__dataclass_fields__)
+    known = set(RestartSettings.__dataclass_fields__) | {"allow_flags"}
     unknown = set(table) - known
     if unknown:
         raise ConfigError(f"hosts.{host}.restart: unknown key(s) {', '.join(sorted(unknown))}")
@@ -188,6 +191,14 @@ def _restart(host: str, host_table: dict[str, Any], launch: str) -> RestartSetti
     if "max_restarts" in table:
         values["max_restarts"] = int(_positive(f"hosts.{host}.restart.max_restarts", table["max_restarts"]))
     return RestartSettings(**values)
+
+
+def _allow_flags(host: str, host_table: dict[str, Any]) -> frozenset[str]:
+    table = host_table.get("restart", {})
+    names = table.get("allow_flags", []) if isinstance(table, dict) else []
+    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip("-") for n in names):
+        raise ConfigError(f"hosts.{host}.restart.allow_flags: expected a list of flag names")
+    return frozenset(n.removeprefix("--") for n in names)
 
 
 def _positive(where: str, value: object) -> float:

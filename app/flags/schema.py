@@ -15,7 +15,7 @@ no NUL, newline or other control character; no string value starting with `-`; a
 characters; numbers finite; secret-bearing flags (`api-key`...) refused, since an argv is visible in
 `ps`. Requests from the API are `strict`: string values also have to match a plain character set
 (letters, digits, `._:/=,+@%~-`), which rules out every shell metacharacter even though the
-command line is quoted anyway.
+command line is quoted anyway, and numbers have to be in a plausible range (app/flags/bounds.py).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kvwatch.app.flags.bounds import out_of_range
+
 FlagValue = bool | int | float | str | list[int | float | str] | None
 
 FLAGS_DIR = Path(__file__).resolve().parent
@@ -39,6 +41,7 @@ _STRICT = re.compile(r"[A-Za-z0-9._:/=,+@%~-]+")
 _HUMAN_INT = re.compile(r"\d+(\.\d+)?(Ki|Mi|Gi|Ti|k|M|G|T)?")
 _INT = re.compile(r"[+-]?\d+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+NUMERIC_TYPES = frozenset({"int", "float", "human_readable_int"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +165,10 @@ def convert(option: Option, value: object, strict: bool) -> int | float | str:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise FlagError(f"expected {option.type or 'str'}, got {type(value).__name__}")
     converted = _by_type(option.type, value, strict)
+    if strict and option.type in NUMERIC_TYPES:
+        problem = out_of_range(option.name, converted)
+        if problem is not None:
+            raise FlagError(problem)
     if option.choices is not None and str(converted) not in {str(c) for c in option.choices}:
         raise FlagError(f"{converted!r} is not one of {', '.join(map(str, option.choices))}")
     return converted

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from kvwatch.app.pipeline.bounds import HostBounds
 from kvwatch.app.pipeline.rows import RankAggregator, record_rows
 from kvwatch.app.pipeline.stamps import SourceClock
 from kvwatch.app.store.base import Batch, Sample
@@ -24,9 +25,10 @@ def parser_for(source: str) -> LineParser | None:
 class BatchBuilder:
     """Per host: one aggregator, so a host series combines every rank's (or output file's) latest value."""
 
-    def __init__(self, host: str) -> None:
+    def __init__(self, host: str, bounds: HostBounds | None = None) -> None:
         self.host = host
         self.aggregator = RankAggregator()
+        self.bounds = bounds or HostBounds()
 
     def from_lines(self, source: str, path: str, parser: LineParser | None, lines: list[Line],
                    state: TailState | None, clock: SourceClock | None = None) -> tuple[Batch, int, int]:
@@ -43,7 +45,7 @@ class BatchBuilder:
             return batch, len(lines), 0
         before = parser.health.unparsed
         count = 0
-        for line in lines:
+        for line in self.bounds.lines(lines):
             records = parser.feed(line.line_no, line.text)
             if records:
                 appeared = clock.appeared_at(line.offset, now) if clock else now
@@ -60,12 +62,13 @@ class BatchBuilder:
     def add_records(self, batch: Batch, records: Iterable[Record], prefix: str = "", now: float | None = None,
                     clock: SourceClock | None = None) -> None:
         for record in records:
-            samples, events = record_rows(record, now, clock)
+            samples, events = record_rows(self.bounds.record(record), now, clock)
             if prefix:
                 samples = [s._replace(metric=prefix + s.metric) for s in samples]
             self.add_samples(batch, samples)
             batch.events.extend(events)
 
     def add_samples(self, batch: Batch, samples: list[Sample]) -> None:
-        batch.samples.extend(samples)
-        batch.samples.extend(self.aggregator.host_samples(samples))
+        kept = self.bounds.samples(samples)
+        batch.samples.extend(kept)
+        batch.samples.extend(self.bounds.samples(self.aggregator.host_samples(kept)))

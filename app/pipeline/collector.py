@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 from collections.abc import Callable
+from typing import Any
 
 from kvwatch.app.bus import EventBus
 from kvwatch.app.config import HostConfig
@@ -55,6 +56,10 @@ class HostCollector:
     @property
     def health(self) -> HostHealth:
         return self.follower.health
+
+    def health_dict(self) -> dict[str, Any]:
+        """Health as /api/hosts and the heartbeat show it, with what the pipeline's bounds dropped."""
+        return {**self.health.as_dict(), "dropped": self.sink.builder.bounds.as_dict()}
 
     @property
     def interval(self) -> float:

@@ -99,7 +99,7 @@ class Heartbeat:
     def beat(self, final: bool = False) -> None:
         now = time.time()
         for name, collector in list(self.collectors.items()):  # a reload may change the dict
-            health = collector.health.as_dict()
+            health = collector.health_dict()
             if final:
                 health["state"] = "stopped"
             self.store.put_document(HEALTH_KIND, name, name, now, {**health, "owner": self.owner})
