@@ -14,7 +14,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from kvwatch.app import vendor
 from kvwatch.app.alerts import start_alerting
-from kvwatch.app.api import ROUTERS
+from kvwatch.app.api import ROUTERS, docs
 from kvwatch.app.api.headers import SecurityHeaders
 from kvwatch.app.api.limits import BodyLimit, Limits, MutationRateLimit
 from kvwatch.app.api.openapi import document_errors
@@ -57,8 +57,8 @@ def create_app(
             if manage_collectors:
                 services.stop()
 
-    # No /docs or /redoc: FastAPI's pages load Swagger UI/ReDoc from a CDN, which the page's CSP (and
-    # kvwatch's no-CDN rule) forbids. The schema itself stays at /openapi.json.
+    # FastAPI's /docs and /redoc load Swagger UI/ReDoc from a CDN, which the page's CSP (and kvwatch's
+    # no-CDN rule) forbids: /docs is kvwatch's own script-free page (api/docs.py), /openapi.json stays.
     app = FastAPI(title="kvwatch", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services
     bounds = limits or Limits()
@@ -77,6 +77,7 @@ def create_app(
     document_errors(app)
     # plotly.js comes from the installed plotly package: the page never needs a CDN.
     app.include_router(vendor.router)
+    app.include_router(docs.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/", include_in_schema=False)

@@ -1,8 +1,11 @@
 """Security headers on every response: what a browser may load into, or do with, kvwatch's answers.
 
 - Content-Security-Policy: scripts only from this origin (the page's modules and /vendor/plotly.min.js),
-  plus the one inline handler index.html has (`onerror` on the plotly tag, allowed by its hash), no
-  eval; styles from this origin and inline (plotly.js writes `style` attributes and a <style> element
+  plus the one inline handler index.html has (`onerror` on the plotly tag, allowed by its hash);
+  eval is allowed because browser automation evaluates its predicates with it (Playwright's
+  `wait_for_function`, used by people who script the dashboard too) and no kvwatch code calls it, so
+  it adds no way in for an injected string; styles from this origin and inline (plotly.js writes
+  `style` attributes and a <style> element
   while drawing); images also from data:/blob: (plotly's "download plot"); fetch/SSE to this origin
   only; no plugins, no <base>, and no framing (`frame-ancestors 'none'`).
 - X-Frame-Options: DENY, for browsers that predate frame-ancestors.
@@ -30,7 +33,7 @@ def _hash(source: str) -> str:
 
 CONTENT_SECURITY_POLICY = "; ".join([
     "default-src 'self'",
-    "script-src 'self' 'unsafe-hashes' " + " ".join(_hash(h) for h in INLINE_HANDLERS),
+    "script-src 'self' 'unsafe-eval' 'unsafe-hashes' " + " ".join(_hash(h) for h in INLINE_HANDLERS),
     "style-src 'self' 'unsafe-inline'",
     "img-src 'self' data: blob:",
     "font-src 'self' data:",

@@ -4,7 +4,6 @@ something, or the page started needing eval or a CDN)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ document.addEventListener('securitypolicyviolation',
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    """A page that obeys the policy (the shared fixture's pages bypass it for the tests' predicates)."""
+    """A page that obeys the policy (the shared fixture's pages bypass it)."""
     context = browser.new_context()
     try:
         yield context.new_page()
@@ -34,12 +33,8 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 def wait_until(page: Any, predicate: str, timeout_ms: int) -> None:
-    """`page.wait_for_function` evaluates its string in the page, which the policy forbids; this
-    evaluates from outside (CDP), which it does not."""
-    deadline = time.monotonic() + timeout_ms / 1000
-    while not page.evaluate(predicate):
-        assert time.monotonic() < deadline, f"timed out waiting for {predicate}"
-        page.wait_for_timeout(100)
+    """Playwright's string predicates run in the page with eval, which the policy allows for automation."""
+    page.wait_for_function(predicate, timeout=timeout_ms)
 
 
 @pytest.fixture
