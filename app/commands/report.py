@@ -7,8 +7,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from kvwatch.app.commands.common import open_existing_store, pick_host, timestamp
-from kvwatch.app.commands.serve import resolve_config
+from kvwatch.app.commands.common import add_store_options, open_for_reading, timestamp
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.export import NOTHING_STORED
 from kvwatch.app.report import ReportData, Window, gather, render_html
@@ -23,6 +22,7 @@ log = logging.getLogger(__name__)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", "-c", type=Path, help="kvwatch.toml (default: ./kvwatch.toml, then XDG)")
+    add_store_options(parser)
     parser.add_argument("--host", help="a [[hosts]] name (default: the only host)")
     # dest is not "run": the CLI keeps each command's run() in args.run.
     parser.add_argument(
@@ -36,11 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = resolve_config(args.config)
-    host = pick_host(config, args.host)
     if args.run_id and (args.since is not None or args.until is not None):
         raise ConfigError("--run: give a run or a --since/--until window, not both")
-    store = open_existing_store(config)
+    store, host = open_for_reading(args)
     try:
         data = _gather(store, host, args)
     finally:
