@@ -18,7 +18,7 @@ from kvwatch.app.commands.common import DEMO_DATABASE, open_named_store
 from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compare_runs, parse_window, render
 from kvwatch.app.config import load_config
 from kvwatch.app.errors import KvwatchError
-from kvwatch.app.flags.schema import FlagError, Schema, bundled_versions, load_bundled
+from kvwatch.app.report.events import newest_schema
 from kvwatch.app.runner import database_path
 from kvwatch.app.runs import RUN_DOC, Run, find_runs, list_runs
 from kvwatch.app.store import Store, open_store
@@ -93,22 +93,13 @@ def _runs(store: Store, hosts: list[str], args: argparse.Namespace) -> list[Run]
     return [run for host in hosts for run in list_runs(store, host)]
 
 
-def _newest_schema() -> Schema | None:
-    """SGLang's defaults, to tell a run's own choices from the ~500 arguments it logs."""
-    versions = bundled_versions()
-    try:
-        return load_bundled(versions[-1]) if versions else None
-    except FlagError:
-        return None
-
-
 def _utc(t: float) -> str:
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def list_lines(runs: list[Run]) -> str:
     """One tab-separated line a run: id, host, started, ended (or its state while on), defining flags."""
-    schema = _newest_schema()
+    schema = newest_schema()
     lines = []
     for run in runs:
         ended = _utc(run.ended_at) if run.ended_at is not None else run.state

@@ -11,8 +11,9 @@ from kvwatch.app.commands.common import add_store_options, open_for_reading, tim
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.export import NOTHING_STORED
 from kvwatch.app.report import ReportData, Window, gather, render_html
+from kvwatch.app.report.events import summarize_runs
 from kvwatch.app.report.runs import find_run, host_comparison, run_facts
-from kvwatch.app.runs import list_runs
+from kvwatch.app.runs import Run, list_runs
 from kvwatch.app.store import Store
 
 NAME = "report"
@@ -59,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _overlaps(run: Run, window: Window) -> bool:
+    return ((window.until is None or run.started_at <= window.until)
+            and (window.since is None or run.ended_at is None or run.ended_at > window.since))
+
+
 def _gather(store: Store, host: str, args: argparse.Namespace) -> ReportData:
     facts = {}
     if args.run_id:
@@ -71,7 +77,9 @@ def _gather(store: Store, host: str, args: argparse.Namespace) -> ReportData:
         window = Window()
     data = gather(store, host, window)
     data.facts = facts
-    data.run_starts = [(r.started_at, r.id) for r in list_runs(store, host) if window.contains(r.started_at)]
+    runs = list_runs(store, host)
+    data.run_starts = [(r.started_at, r.id) for r in runs if window.contains(r.started_at)]
+    data.runs = summarize_runs([r for r in runs if _overlaps(r, window)], data.events)
     if not args.no_compare:
         data.comparison = host_comparison(store, host, args.baseline)
     return data
