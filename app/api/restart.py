@@ -1,11 +1,12 @@
 """Restart a host's SGLang server, and what the restart panel reads.
 
-    POST /api/hosts/{name}/restart   {"flags": {...}} and/or {"preset": "..."}, Bearer token
+    POST /api/hosts/{name}/restart   {"flags": {...}} and/or {"preset": "..."}, optional "expected_run", Bearer token
          202 {"run_id", "operation_id", "status_url"} · 401 no/wrong token · 403 cross-site or vetoed
-         404 unknown host or no `launch` · 409 busy · 422 invalid (nothing runs) · 429 restart-loop cap
+         404 unknown host or no `launch` · 409 busy, or `expected_run` is not the current run
+         ({"detail", "current_run"}; nothing runs) · 422 invalid (nothing runs) · 429 restart-loop cap
          503 the host cannot be asked
     GET  /api/hosts/{name}/restart     progress of the current or last restart (the panel polls it)
-    GET  /api/hosts/{name}/controller  launch flags, presets, vetoes and what runs now
+    GET  /api/hosts/{name}/controller  launch flags, presets, vetoes, what runs now and the current run
     GET  /api/hosts/{name}/flags       every flag of the host's sglang, with defaults and choices
 
 Dependencies come from `create_app` through app.state (read by `get_controller_service`):
@@ -23,9 +24,10 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from kvwatch.app.controller.errors import InvalidFlags, RateLimited, RestartRefused
+from kvwatch.app.controller.errors import InvalidFlags, RateLimited, RestartRefused, StaleRun
 from kvwatch.app.controller.restart import HostController
 from kvwatch.collectors.base import CollectorError
 
@@ -37,6 +39,13 @@ class RestartBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     flags: dict[str, Any] | None = None
     preset: str | None = None
+    # The run id the requester decided on (the page sends the one it shows); another run now -> 409.
+    expected_run: str | None = None
+
+
+class StaleRunAnswer(BaseModel):
+    detail: str
+    current_run: str | None
 
 
 class RestartAccepted(BaseModel):
@@ -98,15 +107,19 @@ def _authority(url: str) -> tuple[str, str, int | None]:
 
 
 @router.post("/api/hosts/{name}/restart", status_code=202, response_model=RestartAccepted,
+             responses={409: {"model": StaleRunAnswer, "description": "busy, or `expected_run` is stale"}},
              dependencies=[Depends(require_token), Depends(require_same_origin)])
-def restart_host(name: str, body: RestartBody, request: Request, service: ServiceDep) -> RestartAccepted:
+def restart_host(name: str, body: RestartBody, request: Request, service: ServiceDep) -> RestartAccepted | JSONResponse:
     """Restart the host's server with launch flags + preset + flags; 202 once the restart is under way."""
     controller = service.host(name)
     if body.flags is None and body.preset is None:
         raise HTTPException(422, detail="give `flags`, `preset`, or both")
     who = f"api {request.client.host if request.client else '?'}"
     try:
-        op = controller.begin(who, flags=body.flags, preset=body.preset)
+        op = controller.begin(who, flags=body.flags, preset=body.preset, expected_run=body.expected_run)
+    except StaleRun as exc:
+        answer = StaleRunAnswer(detail=exc.message, current_run=exc.current)
+        return JSONResponse(answer.model_dump(), status_code=exc.status)
     except InvalidFlags as exc:
         raise HTTPException(422, detail={"message": exc.message, "errors": [
             {"flag": e.flag, "message": e.message} for e in exc.errors]}) from None
@@ -143,7 +156,17 @@ def controller_view(name: str, service: ServiceDep) -> dict[str, Any]:
                     for p in config.presets.values()],
         "vetoes": [{"flag": v.flag, "value": v.value, "reason": v.reason} for v in config.vetoes],
         "current": now,
+        "run": _run_view(controller),
     }
+
+
+def _run_view(controller: HostController) -> dict[str, Any] | None:
+    """The current run as GET /api/runs has it: the page sends its id as `expected_run` and diffs its
+    flags against the edited ones (`current` is the host's own record, absent for runs kvwatch did not start)."""
+    run = controller.current_run()
+    if run is None:
+        return None
+    return {"id": run.id, "flags": run.flags, "started_at": run.started_at, "state": run.state, "source": run.source}
 
 
 @router.get("/api/hosts/{name}/flags")

@@ -2,22 +2,27 @@
 
 kvwatch compare LOG_A LOG_B [--baseline ID]          # parse the logs offline; every run in them
 kvwatch compare --config kvwatch.toml --runs ID,ID   # runs already collected
-kvwatch compare --database kvwatch.db --host gpu1 --list
+kvwatch compare --db kvwatch.db --host gpu1 --list      # or --workdir DIR of a demo
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from pathlib import Path
 
+from kvwatch.app.api.host_status import defining_flags
+from kvwatch.app.commands.common import DEMO_DATABASE, open_named_store
 from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compare_runs, parse_window, render
 from kvwatch.app.config import load_config
 from kvwatch.app.errors import KvwatchError
+from kvwatch.app.report.events import newest_schema
 from kvwatch.app.runner import database_path
 from kvwatch.app.runs import RUN_DOC, Run, find_runs, list_runs
 from kvwatch.app.store import Store, open_store
+from kvwatch.app.terminal.render import flag_words
 
 NAME = "compare"
 HELP = "compare runs on their steady state (from the store, or straight from server log files)"
@@ -26,7 +31,10 @@ HELP = "compare runs on their steady state (from the store, or straight from ser
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("logs", nargs="*", type=Path, metavar="LOG", help="server logs to parse offline")
     parser.add_argument("--config", "-c", type=Path, help="kvwatch.toml whose store to read")
-    parser.add_argument("--database", help="SQLite path or postgresql:// URL (instead of --config)")
+    parser.add_argument("--database", "--db", dest="database", metavar="DB",
+                        help="SQLite path or postgresql:// URL (instead of --config)")
+    parser.add_argument("--workdir", type=Path, metavar="DIR",
+                        help=f"a `kvwatch demo --workdir` directory: read its {DEMO_DATABASE}")
     parser.add_argument("--host", help="the host whose runs to compare (default: every host)")
     parser.add_argument("--runs", help="run ids, comma-separated (default: every run found)")
     parser.add_argument("--baseline", help="run id the changes are measured against (default: the first)")
@@ -50,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace) -> tuple[Store, list[str]]:
+    if args.workdir:
+        if args.database:
+            raise KvwatchError("compare: give --database/--db or --workdir, not both")
+        args.database = str(args.workdir.expanduser() / DEMO_DATABASE)
     if args.logs:
         if args.config or args.database:
             raise KvwatchError("compare: give log files or --config/--database, not both")
@@ -57,7 +69,7 @@ def _open(args: argparse.Namespace) -> tuple[Store, list[str]]:
 
         return load_logs(list(args.logs))
     if args.database:
-        store = open_store(args.database)
+        store = open_named_store(args.database)
         hosts = sorted({d["host"] for d in store.documents(RUN_DOC)})
     elif args.config:
         config = load_config(args.config)
@@ -81,12 +93,29 @@ def _runs(store: Store, hosts: list[str], args: argparse.Namespace) -> list[Run]
     return [run for host in hosts for run in list_runs(store, host)]
 
 
+def _utc(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def list_lines(runs: list[Run]) -> str:
+    """One tab-separated line a run: id, host, started, ended (or its state while on), defining flags."""
+    schema = newest_schema()
+    lines = []
+    for run in runs:
+        ended = _utc(run.ended_at) if run.ended_at is not None else run.state
+        if run.state == "failed" and run.ended_at is not None:
+            ended += " (failed)"
+        flags = flag_words(defining_flags(run.flags, schema))
+        lines.append(f"{run.id}\t{run.host}\t{_utc(run.started_at)}\t{ended}\t{flags}\n")
+    return "".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     store, hosts = _open(args)
     try:
         runs = _runs(store, hosts, args)
         if args.list:
-            text = "".join(f"{r.id}\t{r.state}\t{' '.join(f'--{k} {v}' for k, v in r.flags.items())}\n" for r in runs)
+            text = list_lines(runs)
         else:
             windows = dict(parse_window(w) for w in args.window)
             _, result = compare_runs(store, runs, args.baseline, windows, args.min_steady)

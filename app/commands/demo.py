@@ -12,6 +12,7 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
+from kvwatch.app.commands.common import DEMO_DATABASE, DEMO_HOST
 from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.controller.errors import RestartRefused
 from kvwatch.app.errors import KvwatchError
@@ -39,7 +40,7 @@ def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: 
     # against the bundled schema of the version the simulator writes.
     tables: dict[str, Any] = {**config_tables(), "restart": {"flags_schema": "0.5.23"}}
     host = HostConfig(
-        name="demo",
+        name=DEMO_HOST,
         ssh="local",
         server_log=str(world.server_log),
         client_log=str(world.client_log),
@@ -49,7 +50,7 @@ def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: 
         tables=tables,
         gpu=world.bin_dir is not None,
     )
-    server = ServerConfig(host=bind, port=port, data_dir=str(workdir), database="kvwatch.db")
+    server = ServerConfig(host=bind, port=port, data_dir=str(workdir), database=DEMO_DATABASE)
     return Config(server=server, hosts=(host,))
 
 
@@ -83,6 +84,13 @@ def adopt_when_settled(world: DemoWorld, services: Services) -> None:
     threading.Thread(target=adopt, name="demo-adopt", daemon=True).start()
 
 
+def announce_store(workdir: Path) -> None:
+    """Printed, not logged: the store outlives the demo, and `report`/`export`/`compare` read it later."""
+    print(f"kvwatch demo: workdir {workdir}\n"
+          f"kvwatch demo: store {workdir / DEMO_DATABASE} "
+          f"(later: kvwatch report --workdir {workdir}, or --db {workdir / DEMO_DATABASE})", flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.speed <= 0:
         raise KvwatchError(f"--speed must be positive, got {args.speed}")
@@ -90,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     world = start_demo_world(workdir, speed=args.speed)
     use_simulated_gpus(world)
-    log.info("demo files in %s", workdir)
+    announce_store(workdir)
     if not args.no_browser:
         threading.Timer(1.5, webbrowser.open, (f"http://{args.host}:{args.port}/",)).start()
     try:

@@ -8,8 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kvwatch.app.commands.common import open_existing_store, pick_host, timestamp
-from kvwatch.app.commands.serve import resolve_config
+from kvwatch.app.commands.common import add_store_options, open_for_reading, timestamp
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.export import FORMATS, NOTHING_STORED, ExportFormat, encode, rollup_rows, series_frame
 from kvwatch.app.progress import Progress
@@ -21,6 +20,7 @@ HELP = "write a host's stored series (a run, a window or all) as CSV or Parquet"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", "-c", type=Path, help="kvwatch.toml (default: ./kvwatch.toml, then XDG)")
+    add_store_options(parser)
     parser.add_argument("--host", help="a [[hosts]] name (default: the only host)")
     # dest is not "run": the CLI keeps each command's run() in args.run.
     parser.add_argument("--run", dest="run_id", metavar="ID", help="one run (ids: `kvwatch compare --list`)")
@@ -42,14 +42,12 @@ def output_format(args: argparse.Namespace) -> ExportFormat:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = resolve_config(args.config)
-    host = pick_host(config, args.host)
     fmt = output_format(args)
     if fmt == "parquet" and args.output is None:
         raise ConfigError("--format parquet: give a file with -o (Parquet is binary)")
     if args.run_id and (args.since is not None or args.until is not None):
         raise ConfigError("--run: give a run or a --since/--until window, not both")
-    store = open_existing_store(config)
+    store, host = open_for_reading(args)
     try:
         since, until = args.since, args.until
         if args.run_id:

@@ -7,13 +7,13 @@ import argparse
 import logging
 from pathlib import Path
 
-from kvwatch.app.commands.common import open_existing_store, pick_host, timestamp
-from kvwatch.app.commands.serve import resolve_config
+from kvwatch.app.commands.common import add_store_options, open_for_reading, timestamp
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.export import NOTHING_STORED
 from kvwatch.app.report import ReportData, Window, gather, render_html
+from kvwatch.app.report.events import summarize_runs
 from kvwatch.app.report.runs import find_run, host_comparison, run_facts
-from kvwatch.app.runs import list_runs
+from kvwatch.app.runs import Run, list_runs
 from kvwatch.app.store import Store
 
 NAME = "report"
@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", "-c", type=Path, help="kvwatch.toml (default: ./kvwatch.toml, then XDG)")
+    add_store_options(parser)
     parser.add_argument("--host", help="a [[hosts]] name (default: the only host)")
     # dest is not "run": the CLI keeps each command's run() in args.run.
     parser.add_argument(
@@ -36,11 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = resolve_config(args.config)
-    host = pick_host(config, args.host)
     if args.run_id and (args.since is not None or args.until is not None):
         raise ConfigError("--run: give a run or a --since/--until window, not both")
-    store = open_existing_store(config)
+    store, host = open_for_reading(args)
     try:
         data = _gather(store, host, args)
     finally:
@@ -61,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _overlaps(run: Run, window: Window) -> bool:
+    return ((window.until is None or run.started_at <= window.until)
+            and (window.since is None or run.ended_at is None or run.ended_at > window.since))
+
+
 def _gather(store: Store, host: str, args: argparse.Namespace) -> ReportData:
     facts = {}
     if args.run_id:
@@ -73,7 +77,9 @@ def _gather(store: Store, host: str, args: argparse.Namespace) -> ReportData:
         window = Window()
     data = gather(store, host, window)
     data.facts = facts
-    data.run_starts = [(r.started_at, r.id) for r in list_runs(store, host) if window.contains(r.started_at)]
+    runs = list_runs(store, host)
+    data.run_starts = [(r.started_at, r.id) for r in runs if window.contains(r.started_at)]
+    data.runs = summarize_runs([r for r in runs if _overlaps(r, window)], data.events)
     if not args.no_compare:
         data.comparison = host_comparison(store, host, args.baseline)
     return data

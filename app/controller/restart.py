@@ -1,6 +1,7 @@
 """Restart one host's SGLang server with new flags: validated, guarded, reversible.
 
 `HostController.begin()` refuses synchronously, before anything runs on the host:
+a stale `expected_run` (409, checked before the host is asked anything and again once locked) ->
 invalid flags (422) -> a vetoed value (403) -> the restart-loop cap (429) -> this controller's lock,
 then the host's lease (409; the lease is a directory on the host, so two kvwatch processes exclude
 each other too). Then a worker thread:
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kvwatch.app.controller.errors import Busy, HostUnavailable, InvalidFlags, RestartRefused
+from kvwatch.app.controller.errors import Busy, HostUnavailable, InvalidFlags, RestartRefused, StaleRun
 from kvwatch.app.controller.operation import Operation, Target, new_run_id
 from kvwatch.app.controller.plan import StartWindow, plan_flags, shown
 from kvwatch.app.controller.policy import ControllerConfig
@@ -38,6 +39,7 @@ from kvwatch.app.controller.sinks import AuditSink, Ledger, Outcome, RestartReco
 from kvwatch.app.flags.argv import Launch, parse_launch
 from kvwatch.app.flags.remote import DEFAULT_CACHE, SchemaCache, remote_schema
 from kvwatch.app.flags.schema import FlagError, FlagValue, Schema, ValidationError, load_bundled
+from kvwatch.app.runs.model import Run
 from kvwatch.collectors.base import CollectorError, Transport
 
 log = logging.getLogger(__name__)
@@ -59,8 +61,10 @@ class HostController:
 
     def __init__(self, config: ControllerConfig, connect: Callable[[], Transport], audit: AuditSink, runs: RunSink, *,
                  cache: SchemaCache = DEFAULT_CACHE, reconnect_window: float = 120.0,
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+                 current_run: Callable[[], Run | None] | None = None) -> None:
         self.config = config
+        self._current_run = current_run  # the run registry's view (GET /api/runs); wiring passes the store's
         self.settings = config.restart
         self.remote = RemoteHost(connect, self.settings.python, self.settings.state_dir, config.host)
         self.ledger, self.cache = Ledger(config.host, audit, runs, clock), cache
@@ -142,11 +146,33 @@ class HostController:
         schema = self.schema()
         return plan_flags(self.config, schema, self.launch(schema), flags, preset)
 
-    def begin(self, who: str, flags: dict[str, object] | None = None, preset: str | None = None) -> Operation:
-        """Check, lock and start a restart in the background; the Operation carries the new run_id."""
+    def current_run(self) -> Run | None:
+        """The host's current run as GET /api/runs shows it. Without a registry wired in, this controller
+        knows only the run it started last (id and flags, nothing logged)."""
+        if self._current_run is not None:
+            return self._current_run()
+        if self.last is None:
+            return None
+        return Run(self.last.run_id, self.name, self.last.requested_at, flags=dict(self.last.to_flags),
+                   source="controller", log_path=self.last.log_path)
+
+    def _require_current(self, expected_run: str | None) -> None:
+        """A request made against a run the host has since left (another tab, another engineer) is refused."""
+        if expected_run is None:
+            return
+        current = self.current_run()
+        if current is None or current.id != expected_run:
+            raise StaleRun(self.name, expected_run, *((current.id, current.flags) if current else (None, None)))
+
+    def begin(self, who: str, flags: dict[str, object] | None = None, preset: str | None = None,
+              expected_run: str | None = None) -> Operation:
+        """Check, lock and start a restart in the background; the Operation carries the new run_id.
+
+        `expected_run`: the run the requester saw; refused (StaleRun) when the host is on another one now."""
         at = self.clock()
         to_flags: dict[str, FlagValue] = {}
         try:
+            self._require_current(expected_run)  # before any SSH: a stale request touches nothing
             to_flags = self.plan(flags, preset)
             self._window.check(at)
             with self._gate:
@@ -154,6 +180,7 @@ class HostController:
                     raise Busy(f"{self.name}: the config was just reloaded; send the request again")
                 if not self._lock.acquire(blocking=False):
                     raise Busy(f"a restart of {self.name} is already under way")
+            self._recheck_locked(expected_run)
         except RestartRefused as exc:
             self._refused(who, at, to_flags or shown(flags, preset), exc)
             raise
@@ -173,6 +200,14 @@ class HostController:
         self._thread = threading.Thread(target=self._run, args=(op,), name=f"restart-{self.name}", daemon=True)
         self._thread.start()
         return op
+
+    def _recheck_locked(self, expected_run: str | None) -> None:
+        """Once locked no other restart can announce a run, so this answer holds until this one does."""
+        try:
+            self._require_current(expected_run)
+        except StaleRun:
+            self._lock.release()
+            raise
 
     def wait(self, timeout: float | None = None) -> Operation | None:
         """Block until the current operation has finished (tests, the CLI)."""
@@ -343,7 +378,9 @@ class HostController:
         self.ledger.ended(target.run_id, failure)
 
     def _refused(self, who: str, at: float, to_flags: dict[str, FlagValue], exc: RestartRefused) -> None:
-        self.ledger.audit(RestartRecord(host=self.name, who=who, at=at, from_flags=self._safe_from(),
+        # A stale request is refused without touching the host, its audit record included.
+        from_flags = exc.current_flags if isinstance(exc, StaleRun) else self._safe_from()
+        self.ledger.audit(RestartRecord(host=self.name, who=who, at=at, from_flags=from_flags,
                                         to_flags=to_flags, outcome=exc.outcome, detail=exc.message))
 
     def _safe_from(self) -> dict[str, FlagValue]:

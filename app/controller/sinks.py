@@ -24,6 +24,7 @@ Outcome = Literal[
     "invalid",       # 422: refused before anything ran
     "vetoed",        # 403: refused by policy before anything ran
     "busy",          # 409: another restart holds the host
+    "stale",         # 409: the request was made against a run that is no longer the current one
     "rate_limited",  # 429: the restart-loop cap
 ]
 

@@ -16,7 +16,7 @@ from kvwatch.app.controller.restart import HostController
 from kvwatch.app.controller.sinks import RestartRecord
 from kvwatch.app.flags.schema import FlagValue
 from kvwatch.app.pipeline.transports import open_transport
-from kvwatch.app.runs.registry import record_controller_run
+from kvwatch.app.runs.registry import current_run, record_controller_run
 from kvwatch.app.store.base import Store
 
 RESTART_DOC = "restart"
@@ -56,7 +56,8 @@ def controller_configs(config: Config) -> dict[str, ControllerConfig]:
 def build_controller(host: HostConfig, parsed: ControllerConfig, store: Store) -> HostController:
     """One host's controller, on an SSH connection of its own (made at its first use)."""
     sinks = StoreSinks(store)
-    return HostController(parsed, functools.partial(open_transport, host), sinks, sinks)
+    return HostController(parsed, functools.partial(open_transport, host), sinks, sinks,
+                          current_run=functools.partial(current_run, store, host.name))
 
 
 def build_controllers(config: Config, store: Store) -> dict[str, HostController]:

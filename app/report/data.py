@@ -12,6 +12,7 @@ import numpy.typing as npt
 from tsdownsample import MinMaxLTTBDownsampler
 
 from kvwatch.app.metrics_catalog import describe
+from kvwatch.app.report.events import EventGroup, RunSummary, collapse
 from kvwatch.app.store.base import Store
 from kvwatch.app.store.coverage import SeriesWindow, read_window
 
@@ -22,7 +23,7 @@ SUMMARY_METRICS = (
     "completions", "gpu_util_pct", "gpu_mem_used_mib",
 )
 EVENT_LIMIT = 100_000
-RECENT_EVENTS = 30
+RECENT_EVENTS = 30  # raw events kept in `recent_events`, and collapsed groups shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,9 @@ class ReportData:
     summary: list[dict[str, Any]] = field(default_factory=list)
     event_counts: dict[str, int] = field(default_factory=dict)
     recent_events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # every event of the window, in time order
+    event_groups: list[EventGroup] = field(default_factory=list)  # the latest, repeats collapsed
+    runs: list[RunSummary] = field(default_factory=list)  # the runs the window overlaps
     facts: dict[str, Any] = field(default_factory=dict)  # run flags and capacity, when known
     comparison: dict[str, Any] | None = None
     run_starts: list[tuple[float, str]] = field(default_factory=list)  # (t, run id): marked on the charts
@@ -111,4 +115,6 @@ def gather(store: Store, host: str, window: Window) -> ReportData:
               if window.contains(float(e["t"]))]
     data.event_counts = dict(Counter(str(e.get("event", "?")) for e in events).most_common())
     data.recent_events = events[-RECENT_EVENTS:]
+    data.events = events
+    data.event_groups = collapse(events)[-RECENT_EVENTS:]
     return data

@@ -119,9 +119,25 @@ def _events_section(data: ReportData) -> str:
     if not data.event_counts:
         return "<h2>Events</h2><p>No retractions, errors or restarts in this window.</p>"
     counts = _table(["event", "count"], [[k, str(n)] for k, n in data.event_counts.items()])
-    recent = [[_utc(float(e["t"])), str(e.get("event", "")), str(e.get("message") or e.get("text") or "")[:160]]
-              for e in data.recent_events]
-    return "<h2>Events</h2>" + counts + "<h2>Latest events</h2>" + _table(["time", "event", "detail"], recent)
+    recent = [[_span(g.first, g.last), g.event, str(g.count), g.detail] for g in data.event_groups]
+    return ("<h2>Events</h2>" + counts + "<h2>Latest events</h2><p class=meta>Consecutive events of one kind "
+            "are one row: their count and span.</p>" + _table(["time", "event", "count", "detail"], recent))
+
+
+def _span(first: float, last: float) -> str:
+    if first == last:
+        return _utc(first)
+    start, end = _utc(first), _utc(last)
+    return f"{start} – {end[11:] if start[:10] == end[:10] else end}"  # the date once when it is one day
+
+
+def _runs_section(data: ReportData) -> str:
+    """Per run of the window: its span, its own flags (those off SGLang's defaults) and its events."""
+    if not data.runs:
+        return ""
+    rows = [[r.run_id, _utc(r.started_at), _utc(r.ended_at) if r.ended_at is not None else r.state, r.flags,
+             "; ".join(g.label() for g in r.events) or "-"] for r in data.runs]
+    return "<h2>Runs</h2>" + _table(["run", "started", "ended", "flags", "events (UTC)"], rows)
 
 
 def _comparison_section(result: dict[str, Any] | None) -> str:
@@ -150,6 +166,7 @@ def render_html(data: ReportData) -> str:
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
         f"<h1>{html.escape(title)}</h1><div class=meta>{meta}</div>"
-        f"{chart}{_facts_section(data)}{_summary_section(data)}{_comparison_section(data.comparison)}"
+        f"{chart}{_facts_section(data)}{_summary_section(data)}{_runs_section(data)}"
+        f"{_comparison_section(data.comparison)}"
         f"{_events_section(data)}</body></html>\n"
     )

@@ -104,6 +104,12 @@ def list_runs(store: Store, host: str) -> list[Run]:
     return runs
 
 
+def current_run(store: Store, host: str) -> Run | None:
+    """The host's current run: the last one GET /api/runs lists (ended_at null), None before any."""
+    runs = list_runs(store, host)
+    return runs[-1] if runs else None
+
+
 def find_runs(store: Store, hosts: list[str], ids: list[str]) -> list[Run]:
     """The runs named by `ids`, in the order given; KeyError names the first unknown id."""
     known = {run.id: run for host in hosts for run in list_runs(store, host)}

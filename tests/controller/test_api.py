@@ -122,3 +122,30 @@ def test_flag_schema_for_the_editor(api: TestClient) -> None:
     kv = next(o for o in body["options"] if o["name"] == "kv-cache-dtype")
     assert kv["default"] == "auto"
     assert "fp8_e4m3" in kv["choices"]
+
+
+def test_expected_run_is_checked_against_the_run_this_controller_started(api: TestClient, sinks: MemorySinks) -> None:
+    """Without a run registry wired in (no store), the current run is the one the controller started last."""
+    assert api.get("/api/hosts/gpu1/controller").json()["run"] is None
+    never = api.post("/api/hosts/gpu1/restart", headers=AUTH, json={"preset": "bf16-hicache-088",
+                                                                     "expected_run": "gpu1-run0"})
+    assert never.status_code == 409 and never.json()["current_run"] is None
+    assert sinks.started == [] and [a.outcome for a in sinks.audits] == ["stale"]
+    first = api.post("/api/hosts/gpu1/restart", headers=AUTH, json={"preset": "bf16-hicache-088"})
+    assert first.status_code == 202, first.text
+    controller = api.app.state.controllers["gpu1"]  # type: ignore[attr-defined]
+    controller.wait(120)
+    run_id = first.json()["run_id"]
+    view = api.get("/api/hosts/gpu1/controller").json()
+    assert view["run"]["id"] == run_id and view["run"]["flags"]["mem-fraction-static"] == 0.88
+    stale = api.post("/api/hosts/gpu1/restart", headers=AUTH, json={"flags": {"mem-fraction-static": 0.85},
+                                                                     "expected_run": "gpu1-run0"})
+    assert stale.status_code == 409
+    body = stale.json()
+    assert body == {"detail": body["detail"], "current_run": run_id} and run_id in body["detail"]
+    assert len(sinks.started) == 1 and controller.inspect()["run_id"] == run_id
+    fresh = api.post("/api/hosts/gpu1/restart", headers=AUTH, json={"flags": {"mem-fraction-static": 0.85},
+                                                                     "expected_run": run_id})
+    assert fresh.status_code == 202, fresh.text
+    assert controller.wait(120).outcome == "ok"
+    assert [a.outcome for a in sinks.audits] == ["stale", "ok", "stale", "ok"]

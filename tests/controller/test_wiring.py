@@ -1,5 +1,6 @@
 """The controller wired to the real SQLite store: the 202's run_id is a run of GET /api/runs' registry,
-and every request leaves an audit document; a reload swaps only the controllers whose settings changed."""
+every request leaves an audit document, a request against a run that is no longer current is refused;
+a reload swaps only the controllers whose settings changed."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from fastapi.testclient import TestClient
 
 from kvwatch.app.api.restart import router
 from kvwatch.app.config import Config, HostConfig, ServerConfig
-from kvwatch.app.controller.errors import Busy
+from kvwatch.app.controller.errors import Busy, StaleRun
+from kvwatch.app.controller.restart import HostController
 from kvwatch.app.controller.swap import plan_swap
 from kvwatch.app.controller.wiring import RESTART_DOC, build_controllers
+from kvwatch.app.runs.model import Run
 from kvwatch.app.runs.registry import list_runs
 from kvwatch.app.store import open_store
-from tests.controller.support import free_port, host_table
+from kvwatch.collectors.base import CollectorError, Transport
+from tests.controller.support import MemorySinks, free_port, host_table, make_config
 
 
 def test_a_restart_through_the_api_is_a_run_and_an_audit_record_in_the_store(tmp_path: Path) -> None:
@@ -85,3 +89,63 @@ def test_a_reload_rebuilds_only_the_controllers_whose_settings_changed(tmp_path:
             old.begin("stale", preset="bf16-hicache-088")
     finally:
         store.close()
+
+
+def test_a_stale_expected_run_is_409_naming_the_current_run_and_nothing_runs(tmp_path: Path) -> None:
+    table = host_table(tmp_path, free_port())
+    host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"], launch=table["launch"],
+                      tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+    store = open_store(str(tmp_path / "kvwatch.db"))
+    controllers = build_controllers(Config(server=ServerConfig(), hosts=(host,)), store)
+    app = FastAPI()
+    app.include_router(router)
+    app.state.controllers, app.state.api_token = controllers, "t0ken"
+    client, auth = TestClient(app), {"Authorization": "Bearer t0ken"}
+    try:
+        first = client.post("/api/hosts/gpu1/restart", json={"preset": "bf16-hicache-088"}, headers=auth)
+        assert first.status_code == 202, first.text
+        assert controllers["gpu1"].wait(120).outcome == "ok"  # type: ignore[union-attr]
+        current = first.json()["run_id"]
+        view = client.get("/api/hosts/gpu1/controller").json()
+        assert view["run"]["id"] == current == list_runs(store, "gpu1")[-1].id
+        assert view["run"]["flags"]["mem-fraction-static"] == 0.88
+
+        stale = client.post("/api/hosts/gpu1/restart", headers=auth,
+                            json={"flags": {"mem-fraction-static": 0.85}, "expected_run": "gpu1-20200101T000000"})
+        assert stale.status_code == 409
+        assert stale.json()["current_run"] == current
+        assert current in stale.json()["detail"]
+        assert [run.id for run in list_runs(store, "gpu1")][-1] == current  # no run was started
+        assert controllers["gpu1"].inspect()["run_id"] == current  # the server kvwatch started still runs
+        audits = [d["data"] for d in store.documents(RESTART_DOC, "gpu1")]
+        assert [a["outcome"] for a in audits] == ["ok", "stale"]
+        assert audits[1]["run_id"] is None
+
+        fresh = client.post("/api/hosts/gpu1/restart", headers=auth,
+                            json={"flags": {"mem-fraction-static": 0.85}, "expected_run": current})
+        assert fresh.status_code == 202, fresh.text
+        assert controllers["gpu1"].wait(120).outcome == "ok"  # type: ignore[union-attr]
+        assert list_runs(store, "gpu1")[-1].id == fresh.json()["run_id"] != current
+    finally:
+        controllers["gpu1"].remote.stop(5)
+        store.close()
+
+
+def test_a_stale_expected_run_never_reaches_the_host(tmp_path: Path) -> None:
+    """Checked before the flags schema, the lease or anything else that would open a connection."""
+    connections: list[str] = []
+
+    def connect() -> Transport:
+        connections.append("opened")
+        raise CollectorError("no host in this test")
+
+    current = Run("gpu1-20261203T160000", "gpu1", 1.0, flags={"mem-fraction-static": 0.88})
+    sinks = MemorySinks()
+    controller = HostController(make_config(tmp_path, free_port(), flags_schema="remote"), connect, sinks, sinks,
+                                current_run=lambda: current)
+    with pytest.raises(StaleRun) as refused:
+        controller.begin("test", flags={"mem-fraction-static": 0.85}, expected_run="gpu1-20261203T150000")
+    assert refused.value.current == current.id
+    assert connections == [] and sinks.started == []
+    assert [a.outcome for a in sinks.audits] == ["stale"]
+    assert not controller.busy
