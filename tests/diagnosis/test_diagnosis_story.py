@@ -100,7 +100,7 @@ def test_the_compare_of_the_two_runs_ends_with_the_price_of_the_veto(story: dict
     text = entry["sentence"]
     assert text.startswith("bf16 KV instead of fp8_e4m3, mem-fraction-static 0.88 instead of 0.9: -58 % KV tokens")
     assert result["summary"] == text + "."
-    assert render(result, "markdown").rstrip().endswith(f"Price: {markdown_text(text)}.")  # escaped: flag values are text
+    assert render(result, "markdown").rstrip().endswith(f"Price: {markdown_text(text)}.")  # flag values are text
 
 
 def test_a_start_that_ran_out_of_memory_is_remembered_by_the_next_prediction(tmp_path: Path) -> None:
