@@ -13,7 +13,7 @@ DEB_PACKAGES := openssh-server chromium postgresql
 DEB_NO_RECOMMENDS := prometheus
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint system-packages clean
+.PHONY: demo test check lint system-packages clean
 
 $(VENV)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,20 @@ test: system-packages $(VENV)/.test $(SGLANG_VENV)/.ready
 # mypy reads kvwatch/ as it is installed: a tree of links to the top-level folders (the editable
 # install's import hook is invisible to it).
 MYPY_ROOT := $(VENV)/mypy-root/kvwatch
+
+# The fast tier while working: parsers, pure logic and the API in-process. No sshd, Chromium,
+# PostgreSQL or promtool (tests/conftest.py marks tests by the components their fixtures start), and
+# none of the tests that run a whole demo. `make test` stays the full suite CI runs.
+CHECK_PATHS := tests/parsers tests/catalog tests/api tests/compare tests/diagnosis tests/terminal tests/alerts \
+	tests/store tests/test_layout.py tests/app/test_stamps.py tests/app/test_catchup_rate.py \
+	tests/collectors/test_clock_infer.py
+CHECK_SLOW := tests/terminal/test_against_the_demo.py tests/diagnosis/test_diagnosis_demo.py \
+	tests/compare/test_simulated_story.py
+
+check: $(VENV)/.test
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -m "not (sshd or browser or postgres or promtool or slow)" \
+	  $(addprefix --ignore=,$(CHECK_SLOW)) $(CHECK_PATHS) $(PYTEST_ARGS)
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check .
