@@ -63,3 +63,32 @@ export function openStream(handlers, onState, { reopenMs = 2000 } = {}) {
   window.addEventListener("beforeunload", () => { closing = true; source.close(); });
   return { close: () => { closing = true; source.close(); }, get source() { return source; } };
 }
+
+const hostPath = (host, what) => `/api/hosts/${encodeURIComponent(host)}/${what}`;
+
+// The host now in one answer: newest values, 5-min mean, completions, ETA, run and its defining flags, alerts.
+export function fetchStatus(host) {
+  return optionalJSON(hostPath(host, "status"));
+}
+
+export function fetchDiagnosis(host) {
+  return optionalJSON(hostPath(host, "diagnosis"));
+}
+
+// The controller's view: launch flags, presets, vetoes and `current` (what the server runs now).
+export async function fetchController(host) {
+  return optionalJSON(hostPath(host, "controller"));
+}
+
+// A restart request; `expectedRun` is the run the tab based its diff on (409 when it is no longer current).
+export async function postRestart(host, { flags, expectedRun, token }) {
+  const response = await fetch(hostPath(host, "restart"), {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ flags, expected_run: expectedRun ?? null }),
+  });
+  const text = await response.text();
+  let answer;
+  try { answer = JSON.parse(text); } catch { answer = { detail: text }; }
+  return { status: response.status, statusText: response.statusText, answer };
+}

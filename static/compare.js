@@ -18,6 +18,15 @@ export async function showCompare(root, host) {
   await refresh(root);
 }
 
+// A run started or ended: the run list is fetched again; the view is redrawn only when it changed.
+export async function refreshRuns(root, host) {
+  if (host !== state.host) return;
+  const response = await fetch(`/api/runs?${new URLSearchParams({ host })}`);
+  const runs = response.ok ? await response.json() : [];
+  const ids = (list) => list.map((r) => `${r.id}/${r.ended_at ?? ""}`).join(",");
+  if (host === state.host && ids(runs) !== ids(state.runs)) await showCompare(root, host);
+}
+
 const runLabel = (run) => `${run.id} · ${new Date(run.started_at * 1000).toLocaleString()}`;
 
 function render(root) {

@@ -37,6 +37,9 @@ class RestartBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     flags: dict[str, Any] | None = None
     preset: str | None = None
+    # The run the caller's diff was made against (the page always sends it). Accepted here so the page's
+    # requests pass validation; the 409-when-stale check is the server side's (DESIGN.md).
+    expected_run: str | None = None
 
 
 class RestartAccepted(BaseModel):
