@@ -12,7 +12,7 @@ import { liveFetch, liveWindow, readLocation, renderRangeButtons, writeLocation 
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
                 notified: new Set(), extent: [Infinity, -Infinity], loading: null, backfilling: false,
-                refillWhenShown: false, range: "all", nowRow: null };
+                refillWhenShown: false, range: "all", nowRow: null, runsKey: null };
 // The most points a trace keeps in the browser; history beyond it is downsampled by the server.
 const CHART_POINTS = 5000;
 window.kvwatchZoomFetches = 0;
@@ -96,10 +96,21 @@ function alignLive() {
 }
 
 async function fetchMarkers() {
-  const [runs, events] = await Promise.all([fetchRuns(state.host), fetchEvents(state.host)]);
+  const host = state.host;
+  const [runs, events] = await Promise.all([fetchRuns(host), fetchEvents(host)]);
+  noteRuns(host, runs);
   const markers = [...runMarkers(runs), ...eventMarkers(events, runs)];
   $("marker-count").textContent = markers.length ? `${markers.length} markers` : "";
   return markers;
+}
+
+// The run list as the markers last saw it: when it changed (a run registered after its events went
+// by), the panels that list runs follow, whichever event brought the news.
+function noteRuns(host, runs) {
+  const key = (runs || []).map((r) => `${r.id}/${r.ended_at ?? ""}`).join(",");
+  const changed = state.runsKey !== null && state.runsKey !== key && host === state.host;
+  if (host === state.host) state.runsKey = key;
+  if (changed) onRun();
 }
 
 const markerLabels = (index, markers) => index === 0 || markers.length < 8;
@@ -130,6 +141,7 @@ async function loadHost(host, { fixed = null } = {}) {
   state.zoom = fixed;
   state.extent = [Infinity, -Infinity];
   state.latest = {};
+  state.runsKey = null;
   state.progress = null;
   pending.clear();  // live points of the host shown before must not land on this one's charts
   $("host-picker").value = host;
@@ -422,7 +434,7 @@ function onServerEvent(data) {
 // A run started or ended: the markers, the row's config, the compare view's runs, the controller's flags.
 const onRun = throttle(() => {
   if (!state.host) return;
-  refreshMarkers();
+  throttledMarkers();
   refreshNow();
   refreshDiagnosis();
   refreshHostPanels(state.host);

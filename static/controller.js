@@ -158,17 +158,31 @@ function renderPresets(root, view, current, diff) {
   }
 }
 
-// The diff confirmed is against what the server runs now: its flags are fetched again first.
-async function review(root) {
-  const host = state.host;
-  const view = await fetchController(host).catch(() => null);
-  if (host !== state.host) return;
-  if (view) await takeCurrent(root, view);
+// The diff confirmed is against what the server runs now: the question shows at once, and its confirm
+// button waits until the server's flags have been fetched again and the diff redrawn against them.
+function askConfirm(root) {
   const d = diffFlags(state.current, state.editor.flags);
   const n = d.added.length + d.changed.length + d.removed.length;
   root.querySelector("#ctl-confirm-text").textContent =
     `restart ${state.host} with ${n} change${n === 1 ? "" : "s"}${state.preset ? ` (preset ${state.preset})` : ""}?`;
   root.querySelector("#ctl-confirm").hidden = false;
+}
+
+async function review(root) {
+  const host = state.host;
+  const go = root.querySelector("#ctl-go");
+  go.disabled = true;
+  askConfirm(root);
+  try {
+    const view = await fetchController(host);
+    if (host !== state.host) return;
+    if (view) await takeCurrent(root, view);
+    askConfirm(root);
+  } catch (error) {
+    root.querySelector("#ctl-error").textContent = `could not read the server's flags: ${error.message}`;
+  } finally {
+    go.disabled = false;
+  }
 }
 
 // The request lays `flags` over the launch flags, so a flag of the launch line that the editor dropped goes as null.

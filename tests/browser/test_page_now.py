@@ -20,6 +20,7 @@ from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.app.services import Services
 from tests.app.slice_helpers import append_lines, wait_until
+from tests.browser.world import ScriptedRun
 from tests.controller.support import free_port, host_table
 from tests.fixtures.web import block_outside_requests
 
@@ -240,3 +241,45 @@ def test_a_restart_sends_the_run_its_diff_was_made_on_and_shows_a_409_plainly(
     assert bodies[0]["flags"]["model-path"] == "/models/other"
     assert stale in page.locator("#ctl-error").inner_text()
     assert services.controllers["gpu1"].last is first  # nothing ran
+
+
+@pytest.fixture
+def live_run(tmp_path: Path, serve_app: Any) -> Iterator[tuple[ScriptedRun, str]]:
+    run = ScriptedRun(tmp_path)
+    services = build_services(run.config())
+    for collector in services.collectors.values():
+        collector.interval = 0.1
+    server = serve_app(create_app(services))
+    run.start()
+    yield run, server.url
+    run.stop()
+
+
+def test_everything_follows_the_stream_and_a_range_rolls_with_now(
+        live_run: tuple[ScriptedRun, str], page: Any) -> None:
+    run, url = live_run
+    outside = open_page(page, f"{url}/?range=15m")
+    page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)
+    # The run list of the compare view, loaded once at first; the alert state in the row and the banner.
+    page.wait_for_function("document.querySelectorAll('#cmp-runs input').length === 1", timeout=15_000)
+    page.wait_for_function("document.querySelector('[data-testid=now-alerts] .now-value').textContent"
+                           ".includes('firing: token_usage_high')", timeout=30_000)
+    assert not page.locator("#alert-banner").is_hidden()
+    # A rolling window: 15 minutes ending now, moving with the samples.
+    start, end = page.evaluate(X_RANGE, "chart-usage")
+    assert end - start == pytest.approx(900, abs=1) and end == pytest.approx(time.time(), abs=5)
+    page.wait_for_function(f"(({X_RANGE})('chart-usage'))[1] > {end + 2}", timeout=10_000)
+    start, end = page.evaluate(X_RANGE, "chart-usage")
+    assert end - start == pytest.approx(900, abs=1)
+    # The row's numbers move with the stream: the running count is the newest sample's.
+    page.wait_for_function("document.querySelector('[data-testid=now-running] .now-value').textContent === '121'",
+                           timeout=10_000)  # 60 + 61 over the two DP ranks
+    # A new server start: the compare view's run list follows without a reload.
+    run.restart()
+    page.wait_for_function("document.querySelectorAll('#cmp-runs input').length === 2", timeout=20_000)
+    runs = httpx.get(f"{url}/api/runs", params={"host": "gpu1"}).json()
+    shown = page.locator("#cmp-runs input").evaluate_all("(inputs) => inputs.map((i) => i.value)")
+    assert shown == [r["id"] for r in runs]
+    page.wait_for_function(f"document.querySelector('[data-testid=now-flags]').title === 'run {runs[-1]['id']}'",
+                           timeout=15_000)
+    assert outside == []
