@@ -76,8 +76,18 @@ export function fetchDiagnosis(host) {
 }
 
 // The controller's view: launch flags, presets, vetoes and `current` (what the server runs now).
-export async function fetchController(host) {
+export function fetchController(host) {
   return optionalJSON(hostPath(host, "controller"));
+}
+
+// Every flag of the host's sglang (names, defaults, choices); none when the schema cannot be read.
+export async function fetchFlagOptions(host) {
+  return getJSON(hostPath(host, "flags")).catch(() => ({ options: [] }));
+}
+
+// The current or last restart's progress (the panel polls it while a restart runs).
+export function fetchRestartStatus(host) {
+  return getJSON(hostPath(host, "restart"));
 }
 
 // A restart request; `expectedRun` is the run the tab based its diff on (409 when it is no longer current).

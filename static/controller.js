@@ -1,6 +1,6 @@
 // The controller panel of one host: flags that run now, presets (vetoed ones disabled with the reason),
 // the editor, the diff, a token kept in sessionStorage only, a confirmation, then live progress.
-import { fetchController, fetchStatus, postRestart } from "./api.js";
+import { fetchController, fetchFlagOptions, fetchRestartStatus, fetchStatus, postRestart } from "./api.js";
 import { diffFlags, el, FlagEditor, fmt, renderDiff } from "./flageditor.js";
 
 const TOKEN_KEY = "kvwatch-token";  // sessionStorage only: never the URL, never localStorage
@@ -18,23 +18,17 @@ function vetoOf(flags, vetoes) {
   return null;
 }
 
-async function answerOf(response) {
-  const text = await response.text();
-  try { return JSON.parse(text); } catch { return { detail: text }; }
-}
-
 export async function showController(root, host) {
   state.host = host;
   clearInterval(state.polling);
-  const response = await fetch(`/api/hosts/${encodeURIComponent(host)}/controller`);
-  if (response.status === 404 || host !== state.host) {
+  const view = await fetchController(host);
+  if (view === null || host !== state.host) {  // null: 404, the host has no `launch`
     if (host === state.host) root.replaceChildren();
     root.hidden = true;
     return;
   }
   root.hidden = false;
-  const view = await answerOf(response);
-  const flags = await (await fetch(`/api/hosts/${encodeURIComponent(host)}/flags`)).json().catch(() => ({ options: [] }));
+  const flags = await fetchFlagOptions(host);
   if (host !== state.host) return;
   state.view = view;
   state.current = currentFlags(view);
@@ -217,7 +211,7 @@ function follow(root) {
   clearInterval(state.polling);
   const host = state.host;
   const tick = async () => {
-    const status = await (await fetch(`/api/hosts/${encodeURIComponent(host)}/restart`)).json();
+    const status = await fetchRestartStatus(host);
     if (host !== state.host) return;
     showOperation(root, status.operation);
     if (!status.busy) {
