@@ -214,8 +214,6 @@ def test_a_restart_sends_the_run_its_diff_was_made_on_and_shows_a_409_plainly(
     # The next restart: the page asks for the server's flags again right before it shows the diff,
     # and the POST names the run that diff was made against. The answer is the server's 409 for a stale tab.
     bodies: list[dict[str, Any]] = []
-    asked: list[str] = []
-    page.on("request", lambda request: asked.append(request.url) if request.url.endswith("/controller") else None)
     stale = f"run {first.run_id} is no longer the current run of gpu1 (now: r-other)"
 
     def intercept(route: Any) -> None:
@@ -228,10 +226,10 @@ def test_a_restart_sends_the_run_its_diff_was_made_on_and_shows_a_409_plainly(
     page.route(re.compile(r".*/api/hosts/gpu1/restart$"), intercept)
     page.locator("[data-testid=preset-none]").check()
     page.locator("[data-testid=flag-input-model-path]").fill("/models/other")
-    before = len(asked)
-    page.locator("#ctl-review").click()
+    with page.expect_request(lambda request: request.url.endswith("/api/hosts/gpu1/controller")):
+        page.locator("#ctl-review").click()  # the server's flags are fetched again on review
     page.wait_for_selector("#ctl-confirm:not([hidden])")
-    assert len(asked) > before  # fetched again on review
+    page.wait_for_function("!document.getElementById('ctl-go').disabled")
     assert "--model-path" in page.locator("#ctl-diff").inner_text()
     assert "/models/other" in page.locator("#ctl-diff").inner_text()
     page.locator("#ctl-go").click()
