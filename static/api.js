@@ -63,3 +63,42 @@ export function openStream(handlers, onState, { reopenMs = 2000 } = {}) {
   window.addEventListener("beforeunload", () => { closing = true; source.close(); });
   return { close: () => { closing = true; source.close(); }, get source() { return source; } };
 }
+
+const hostPath = (host, what) => `/api/hosts/${encodeURIComponent(host)}/${what}`;
+
+// The host now in one answer: newest values, 5-min mean, completions, ETA, run and its defining flags, alerts.
+export function fetchStatus(host) {
+  return optionalJSON(hostPath(host, "status"));
+}
+
+export function fetchDiagnosis(host) {
+  return optionalJSON(hostPath(host, "diagnosis"));
+}
+
+// The controller's view: launch flags, presets, vetoes and `current` (what the server runs now).
+export function fetchController(host) {
+  return optionalJSON(hostPath(host, "controller"));
+}
+
+// Every flag of the host's sglang (names, defaults, choices); none when the schema cannot be read.
+export async function fetchFlagOptions(host) {
+  return getJSON(hostPath(host, "flags")).catch(() => ({ options: [] }));
+}
+
+// The current or last restart's progress (the panel polls it while a restart runs).
+export function fetchRestartStatus(host) {
+  return getJSON(hostPath(host, "restart"));
+}
+
+// A restart request; `expectedRun` is the run the tab based its diff on (409 when it is no longer current).
+export async function postRestart(host, { flags, expectedRun, token }) {
+  const response = await fetch(hostPath(host, "restart"), {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ flags, expected_run: expectedRun ?? null }),
+  });
+  const text = await response.text();
+  let answer;
+  try { answer = JSON.parse(text); } catch { answer = { detail: text }; }
+  return { status: response.status, statusText: response.statusText, answer };
+}

@@ -1,16 +1,18 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
-import { fetchAlerts, fetchEvents, fetchHosts, fetchRuns, fetchSeries, openStream } from "./api.js";
+import { fetchAlerts, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
 import { appendPoints, createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
-import { showHostPanels } from "./hostpanels.js";
+import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
+import { createNowRow } from "./nowrow.js";
 import { PANELS, labelTrace, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
 import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
+import { liveFetch, liveWindow, readLocation, renderRangeButtons, writeLocation } from "./timerange.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
                 notified: new Set(), extent: [Infinity, -Infinity], loading: null, backfilling: false,
-                refillWhenShown: false };
+                refillWhenShown: false, range: "all", nowRow: null, runsKey: null };
 // The most points a trace keeps in the browser; history beyond it is downsampled by the server.
 const CHART_POINTS = 5000;
 window.kvwatchZoomFetches = 0;
@@ -44,7 +46,7 @@ async function fetchCharts(window) {
       jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
         out[panel.id][index] = series.points;
         labelTrace(trace, series);
-        if (!window) noteExtent(series.points);
+        if (!window || window.until === undefined) noteExtent(series.points);
         if (series.eta !== undefined) state.progress = series.eta;
         if (series.points.length) state.latest[trace.metric] = series.points.at(-1)[1];
       }));
@@ -59,6 +61,24 @@ async function fillCharts(window) {
   for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
 }
 
+// The live view's history: the chosen range at full detail, or everything. A host whose data stopped
+// before the range began gets its whole history (the window then ends at its newest point).
+async function fetchLive() {
+  const window = liveFetch(state.range);
+  let series = await fetchCharts(window);
+  if (window && !Object.values(series).some((traces) => traces.some((points) => points.length))) {
+    series = await fetchCharts(null);
+  }
+  return series;
+}
+
+async function fillLive() {
+  const series = await fetchLive();
+  for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
+}
+
+const currentWindow = () => liveWindow(state.range, state.extent);
+
 // Ranges we set ourselves come back as plotly_relayout events; they must not count as a zoom.
 function applyRange(range, exceptId) {
   state.applied = range;
@@ -70,15 +90,27 @@ function isApplied(range) {
 }
 
 function alignLive() {
-  if (state.zoom || !Number.isFinite(state.extent[0])) return;
-  applyRange([...state.extent]);
+  const range = currentWindow();
+  if (state.zoom || !range) return;
+  applyRange(range);
 }
 
 async function fetchMarkers() {
-  const [runs, events] = await Promise.all([fetchRuns(state.host), fetchEvents(state.host)]);
+  const host = state.host;
+  const [runs, events] = await Promise.all([fetchRuns(host), fetchEvents(host)]);
+  noteRuns(host, runs);
   const markers = [...runMarkers(runs), ...eventMarkers(events, runs)];
   $("marker-count").textContent = markers.length ? `${markers.length} markers` : "";
   return markers;
+}
+
+// The run list as the markers last saw it: when it changed (a run registered after its events went
+// by), the panels that list runs follow, whichever event brought the news.
+function noteRuns(host, runs) {
+  const key = (runs || []).map((r) => `${r.id}/${r.ended_at ?? ""}`).join(",");
+  const changed = state.runsKey !== null && state.runsKey !== key && host === state.host;
+  if (host === state.host) state.runsKey = key;
+  if (changed) onRun();
 }
 
 const markerLabels = (index, markers) => index === 0 || markers.length < 8;
@@ -104,32 +136,66 @@ async function refreshHosts() {
   }
 }
 
-async function loadHost(host) {
+async function loadHost(host, { fixed = null } = {}) {
   state.host = host;
-  state.zoom = null;
+  state.zoom = fixed;
   state.extent = [Infinity, -Infinity];
   state.latest = {};
+  state.runsKey = null;
   state.progress = null;
   pending.clear();  // live points of the host shown before must not land on this one's charts
   $("host-picker").value = host;
-  history.replaceState(null, "", `#host=${encodeURIComponent(host)}`);
   updateLiveBadge();
   showHostPanels(host);
+  state.nowRow.clear();
+  refreshNow();
+  refreshDiagnosis();
   // The history is fetched while plotly.js may still be compiling; drawing waits for both.
-  const [series, markers] = await Promise.all([fetchCharts(null), fetchMarkers(), refreshHosts()]);
+  const past = fixed ? fetchCharts({ since: fixed[0], until: fixed[1] }) : fetchLive();
+  const [series, markers] = await Promise.all([past, fetchMarkers(), refreshHosts()]);
   await plotlyReady;
-  const range = Number.isFinite(state.extent[0]) ? [...state.extent] : null;
+  const range = fixed || currentWindow();
   state.applied = range;
   PANELS.forEach((panel, i) => {
     createChart($(panel.id), panel, { series: series[panel.id], range, markers,
                                       labels: markerLabels(i, markers) });
     $(panel.id).on("plotly_relayout", (event) => onRelayout(panel.id, event));
+    // A double-click: back to the live window (plotly's own reset to the first range is off, see charts.js).
+    $(panel.id).on("plotly_doubleclick", () => (state.zoom ? backToLive() : alignLive()));
   });
   performance.mark("kvwatch-charts-drawn");
 }
 
 function pickHost(host) {
-  if (host !== state.host) state.loading = loadHost(host);
+  if (host === state.host) return;
+  writeLocation({ host, range: state.range, fixed: null });
+  state.loading = loadHost(host);
+}
+
+// A range button: back to following live, with a window of that length (or everything).
+function pickRange(range) {
+  state.range = range;
+  state.zoom = null;
+  writeLocation({ host: state.host, range, fixed: null });
+  renderRangeButtons($("range-picker"), range, pickRange);
+  updateLiveBadge();
+  catchUp(async () => {
+    await fillLive();
+    alignLive();
+  });
+}
+
+// The row of current values: the status answer on load and host change, then the stream's samples.
+async function refreshNow() {
+  const host = state.host;
+  const status = await fetchStatus(host).catch(() => null);
+  if (host === state.host) state.nowRow.status(status);
+}
+
+async function refreshDiagnosis() {
+  const host = state.host;
+  const answer = await fetchDiagnosis(host).catch(() => null);
+  if (host === state.host) state.nowRow.diagnosis(answer);
 }
 
 function rangeOf(event) {
@@ -143,12 +209,14 @@ function rangeOf(event) {
 async function onRelayout(sourceId, event) {
   if (event["xaxis.autorange"]) {
     if (state.zoom) await backToLive();
+    else alignLive();  // a double-click while live: back on the shared window, never plotly's own guess
     return;
   }
   const range = rangeOf(event);
   if (!range || isApplied(range)) return;
   state.zoom = range;
   updateLiveBadge();
+  writeLocation({ host: state.host, range: state.range, fixed: range });
   applyRange(range, sourceId);
   window.kvwatchZoomFetches += 1;
   await fillCharts({ since: range[0], until: range[1] });
@@ -158,7 +226,8 @@ async function onRelayout(sourceId, event) {
 async function backToLive() {
   state.zoom = null;
   updateLiveBadge();
-  await fillCharts(null);
+  writeLocation({ host: state.host, range: state.range, fixed: null });
+  await fillLive();
   alignLive();
 }
 
@@ -200,7 +269,7 @@ function drawPending() {
     pending.clear();
     return;
   }
-  const range = Number.isFinite(state.extent[0]) ? [...state.extent] : null;
+  const range = currentWindow();
   for (const panel of PANELS) {  // top to bottom: the first charts are on screen first
     const byIndex = pending.get(panel.id);
     if (byIndex) appendPoints($(panel.id), inOrder($(panel.id), byIndex), range, CHART_POINTS);
@@ -216,12 +285,12 @@ function drawPending() {
 
 // Charts without new points follow the shared time axis too, but at most once a second: their
 // range is cosmetic, and a redraw of each in every frame would delay the charts that have news.
+// An empty chart follows too: it keeps a date axis on the shared window, never plotly's linear -1..6.
 const followAxis = throttle(() => {
-  if (state.zoom || !Number.isFinite(state.extent[0])) return;
-  const range = [...state.extent];
+  const range = currentWindow();
+  if (state.zoom || !range || !$(PANELS[0].id).data) return;
   state.applied = range;
   for (const panel of PANELS) {
-    if (!traceLength($(panel.id))) continue;  // an empty chart has nothing to align
     const axis = $(panel.id).layout?.xaxis;
     const shown = axis?.range?.map((x) => new Date(x).getTime() / 1000);
     if (!shown || Math.abs(shown[1] - range[1]) > 0.5 || Math.abs(shown[0] - range[0]) > 0.5) setXRange($(panel.id), range);
@@ -245,7 +314,7 @@ function traceLength(element) {
 // A chart that reached its bound gets its whole history again, downsampled by the server: the
 // browser keeps at most CHART_POINTS a trace, and a zoom fetches a window at full detail.
 function compactHistory() {
-  catchUp(() => fillCharts(null));
+  catchUp(fillLive);
 }
 
 function queueLive(metric, values) {
@@ -268,7 +337,10 @@ function queueLive(metric, values) {
 function onSample({ host, points }) {
   if (host !== state.host) return;
   for (const [metric, values] of Object.entries(points)) {
-    if (values.length) state.latest[metric] = values.at(-1)[1];
+    if (values.length) {
+      state.latest[metric] = values.at(-1)[1];
+      state.nowRow.sample(metric, values.at(-1)[1]);
+    }
     noteExtent(values);
     if (state.zoom) continue;
     queueLive(metric, values);
@@ -276,6 +348,7 @@ function onSample({ host, points }) {
   }
   scheduleDraw();
   throttledHosts();
+  throttledNow();  // the 5-min mean, completions/s and ETA are the server's
 }
 
 // Live drawing pauses while `fetch` refills the charts; what arrived meanwhile is drawn after it.
@@ -322,7 +395,7 @@ document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "hidden") return;
   if (state.refillWhenShown) {
     state.refillWhenShown = false;
-    catchUp(() => fillCharts(null));
+    catchUp(fillLive);
   } else {
     scheduleDraw();
   }
@@ -341,6 +414,31 @@ function onHostEvent(data) {
 async function refreshAlerts() {
   renderAlerts($("alert-banner"), await fetchAlerts(), state.notified);
 }
+
+const throttledNow = throttle(refreshNow, 5000);
+const throttledDiagnosis = throttle(refreshDiagnosis, 30000);
+
+// An alert changed: the banner and the row's alert state, at once.
+function onAlert() {
+  refreshAlerts();
+  if (state.host) refreshNow();
+}
+
+// A server start or failure is a run boundary too; other events (retractions) only mark the charts.
+const RUN_EVENTS = new Set(["ready", "crash", "oom", "exception", "watchdog_timeout"]);
+function onServerEvent(data) {
+  throttledMarkers();
+  if (data && (!data.host || data.host === state.host) && RUN_EVENTS.has(data.event)) onRun();
+}
+
+// A run started or ended: the markers, the row's config, the compare view's runs, the controller's flags.
+const onRun = throttle(() => {
+  if (!state.host) return;
+  throttledMarkers();
+  refreshNow();
+  refreshDiagnosis();
+  refreshHostPanels(state.host);
+}, 1000);
 
 function setupTheme() {
   const apply = (theme) => {
@@ -364,6 +462,10 @@ function setupTheme() {
 
 async function main() {
   setupTheme();
+  state.nowRow = createNowRow($("now-row"));
+  const wanted = readLocation(location);
+  state.range = wanted.range;
+  renderRangeButtons($("range-picker"), state.range, pickRange);
   const alerts = refreshAlerts();  // the banner does not wait for plotly.js or the charts
   const picker = $("host-picker");
   state.hosts = await fetchHosts();
@@ -372,18 +474,21 @@ async function main() {
   $("back-to-live").addEventListener("click", () => {
     for (const panel of PANELS) Plotly.relayout($(panel.id), { "xaxis.autorange": true });
   });
-  const wanted = new URLSearchParams(location.hash.slice(1)).get("host");
-  const first = state.hosts.find((h) => h.name === wanted) || state.hosts[0];
-  if (first) await loadHost(first.name);
+  const first = state.hosts.find((h) => h.name === wanted.host) || state.hosts[0];
+  if (first) {
+    writeLocation({ host: first.name, range: state.range, fixed: wanted.fixed });
+    await loadHost(first.name, { fixed: wanted.fixed });
+  }
   await alerts;
   openStream({
-    hello: onHello, sample: onSample, host: onHostEvent, event: throttledMarkers, run: throttledMarkers, alert: refreshAlerts,
+    hello: onHello, sample: onSample, host: onHostEvent, event: onServerEvent, run: onRun, alert: onAlert,
   }, (streamState) => {
     $("stream-state").textContent = streamState;
     $("stream-state").className = `badge stream-${streamState}`;
   });
   refreshAlerts();  // once more now the stream is open: an alert may have changed while the page loaded
   setInterval(() => tickFreshness($("sources")), 1000);
+  setInterval(() => { followAxis(); throttledDiagnosis(); }, 5000);  // a rolling window moves with now even when the host is quiet
   window.kvwatchReady = true;
 }
 

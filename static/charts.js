@@ -10,6 +10,47 @@ function toX(points) {
   return points.map(([t]) => new Date(t * 1000));
 }
 
+// Lines break at gaps: two points further apart than a few sampling intervals get a null between them
+// (with connectgaps false), so a collector that was away for ten minutes is not drawn as a straight line.
+const GAP_STEPS = 5;
+const MIN_GAP_S = 5;
+
+export function gapLimit(points) {
+  const steps = [];
+  for (let i = 1; i < points.length; i += 1) {
+    const step = points[i][0] - points[i - 1][0];
+    if (step > 0) steps.push(step);
+  }
+  if (!steps.length) return null;
+  steps.sort((a, b) => a - b);
+  return Math.max(MIN_GAP_S, GAP_STEPS * steps[Math.floor(steps.length / 2)]);
+}
+
+export function withGaps(points, limit, after) {
+  if (!limit) return points;
+  const out = [];
+  let previous = after;
+  for (const point of points) {
+    if (previous !== undefined && point[0] - previous > limit) out.push([(previous + point[0]) / 2, null]);
+    out.push(point);
+    previous = point[0];
+  }
+  return out;
+}
+
+function gapped(element, index, points) {
+  element.gapLimits = element.gapLimits || [];
+  element.gapLimits[index] = gapLimit(points) ?? element.gapLimits[index] ?? null;
+  return withGaps(points, element.gapLimits[index]);
+}
+
+// Live points keep the limit their trace's history set (or learn one from what they bring).
+function gappedAfter(element, index, points) {
+  element.gapLimits = element.gapLimits || [];
+  if (!element.gapLimits[index]) element.gapLimits[index] = gapLimit(points);
+  return withGaps(points, element.gapLimits[index], lastTime(element, index));
+}
+
 function themed() {
   const fg = cssVar("--fg");
   const grid = cssVar("--grid");
@@ -42,13 +83,16 @@ export function createChart(element, panel, { series = [], range = null, markers
   element.markerCount = markers.length;
   if (range) Object.assign(layout.xaxis, { range: range.map((t) => new Date(t * 1000)), autorange: false });
   const colors = [cssVar("--accent"), cssVar("--accent2")];
+  const shown = panel.traces.map((_, i) => gapped(element, i, series[i] || []));
   const data = panel.traces.map((trace, i) => ({
-    x: toX(series[i] || []), y: (series[i] || []).map(([, v]) => v), name: trace.name, type: "scatter",
+    x: toX(shown[i]), y: shown[i].map(([, v]) => v), name: trace.name, type: "scatter", connectgaps: false,
     mode: "lines", yaxis: trace.axis || "y", line: { width: 1.5, color: colors[i % colors.length] },
   }));
   element.received = data.reduce((sum, trace) => sum + trace.x.length, 0);
   Plotly.newPlot(element, data, layout,
-                 { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] });
+                 // A double-click is the page's (back to the live window), not plotly's reset to the first range.
+                 { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"],
+                   doubleClick: false });
 }
 
 export function setTrace(element, index, points) {
@@ -57,6 +101,7 @@ export function setTrace(element, index, points) {
 
 // Every trace of a chart in one restyle (one redraw).
 export function setTraces(element, pointLists, indices) {
+  pointLists = pointLists.map((points, i) => gapped(element, indices[i], points));
   Plotly.restyle(element, { x: pointLists.map(toX), y: pointLists.map((p) => p.map(([, v]) => v)) }, indices);
   element.received += pointLists.reduce((sum, p) => sum + p.length, 0);
 }
@@ -69,7 +114,7 @@ export function extendTrace(element, index, points) {
 export function extendTraces(element, byIndex, maxPoints = WINDOW_POINTS) {
   const indices = [...byIndex.keys()].filter((i) => byIndex.get(i).length);
   if (!indices.length) return;
-  const points = indices.map((i) => byIndex.get(i));
+  const points = indices.map((i) => gappedAfter(element, i, byIndex.get(i)));
   Plotly.extendTraces(element, { x: points.map(toX), y: points.map((p) => p.map(([, v]) => v)) }, indices,
                       maxPoints);
   element.received += points.reduce((sum, p) => sum + p.length, 0);
@@ -83,7 +128,7 @@ export function appendPoints(element, byIndex, range, maxPoints = WINDOW_POINTS)
   for (const [index, points] of byIndex) {
     const trace = element.data?.[index];
     if (!trace || !points.length) continue;
-    for (const [t, v] of points) {
+    for (const [t, v] of gappedAfter(element, index, points)) {
       trace.x.push(new Date(t * 1000));
       trace.y.push(v);
     }

@@ -1,5 +1,6 @@
 // The compare view of one host: pick runs and a baseline, the steady-state table with change % and the
 // within-noise marker, the flag diff, copy as Markdown / download CSV, the overlay chart, windows by hand.
+import { fetchRuns } from "./api.js";
 import { el, fmt } from "./flageditor.js";
 import { drawOverlay } from "./overlay.js";
 
@@ -8,14 +9,21 @@ const OVERLAY = ["gen_throughput", "token_usage"];
 
 export async function showCompare(root, host) {
   state.host = host;
-  const response = await fetch(`/api/runs?${new URLSearchParams({ host })}`);
-  const runs = response.ok ? await response.json() : [];
+  const runs = (await fetchRuns(host).catch(() => null)) || [];
   if (host !== state.host) return;
   Object.assign(state, { runs, chosen: runs.slice(-2).map((r) => r.id), baseline: null, windows: {}, result: null });
   root.hidden = runs.length === 0;
   if (root.hidden) return;
   render(root);
   await refresh(root);
+}
+
+// A run started or ended: the run list is fetched again; the view is redrawn only when it changed.
+export async function refreshRuns(root, host) {
+  if (host !== state.host) return;
+  const runs = (await fetchRuns(host).catch(() => null)) || [];
+  const ids = (list) => list.map((r) => `${r.id}/${r.ended_at ?? ""}`).join(",");
+  if (host === state.host && ids(runs) !== ids(state.runs)) await showCompare(root, host);
 }
 
 const runLabel = (run) => `${run.id} · ${new Date(run.started_at * 1000).toLocaleString()}`;

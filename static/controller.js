@@ -1,9 +1,12 @@
 // The controller panel of one host: flags that run now, presets (vetoed ones disabled with the reason),
 // the editor, the diff, a token kept in sessionStorage only, a confirmation, then live progress.
+import { fetchController, fetchFlagOptions, fetchRestartStatus, fetchStatus, postRestart } from "./api.js";
 import { diffFlags, el, FlagEditor, fmt, renderDiff } from "./flageditor.js";
 
 const TOKEN_KEY = "kvwatch-token";  // sessionStorage only: never the URL, never localStorage
-const state = { host: null, view: null, editor: null, preset: null, polling: null };
+// `current`: the flags the server runs now (the diff's base); `basedOn`: the run they belong to, sent as
+// `expected_run` so a restart planned on a stale view is refused (409) instead of run.
+const state = { host: null, view: null, editor: null, preset: null, polling: null, current: {}, basedOn: null };
 
 const glob = (pattern) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`);
 
@@ -15,26 +18,23 @@ function vetoOf(flags, vetoes) {
   return null;
 }
 
-async function answerOf(response) {
-  const text = await response.text();
-  try { return JSON.parse(text); } catch { return { detail: text }; }
-}
-
 export async function showController(root, host) {
   state.host = host;
   clearInterval(state.polling);
-  const response = await fetch(`/api/hosts/${encodeURIComponent(host)}/controller`);
-  if (response.status === 404 || host !== state.host) {
+  const view = await fetchController(host);
+  if (view === null || host !== state.host) {  // null: 404, the host has no `launch`
     if (host === state.host) root.replaceChildren();
     root.hidden = true;
     return;
   }
   root.hidden = false;
-  const view = await answerOf(response);
-  const flags = await (await fetch(`/api/hosts/${encodeURIComponent(host)}/flags`)).json().catch(() => ({ options: [] }));
+  const flags = await fetchFlagOptions(host);
   if (host !== state.host) return;
   state.view = view;
+  state.current = currentFlags(view);
+  state.preset = null;
   render(root, view, flags.options || []);
+  state.basedOn = await currentRun(host, view);
   if (view.busy) follow(root);
 }
 
@@ -42,16 +42,51 @@ function currentFlags(view) {
   return (view.current && view.current.flags) || (view.launch && view.launch.flags) || {};
 }
 
-function render(root, view, options) {
+// The run the server runs now: the controller's record, else the host's newest run.
+async function currentRun(host, view) {
+  if (view.current && view.current.run_id) return view.current.run_id;
+  const status = await fetchStatus(host).catch(() => null);
+  return status && status.run ? status.run.id : null;
+}
+
+function summary(view) {
   const current = currentFlags(view);
+  return `runs now: ${Object.keys(current).length} flags` +
+    (view.current ? ` · ${view.current.running ? "running" : "not running"}` +
+                    (view.current.run_id ? ` · run ${view.current.run_id}` : "") : "");
+}
+
+// The server's flags again (a run started, or the user is about to confirm): the summary and the diff's
+// base follow; an editor the user has not touched follows too.
+async function takeCurrent(root, view) {
+  const before = state.current;
+  const untouched = state.editor && JSON.stringify(state.editor.flags) === JSON.stringify(before) && !state.preset;
+  state.view = view;
+  state.current = currentFlags(view);
+  state.basedOn = await currentRun(state.host, view);
+  root.querySelector("#ctl-current summary").textContent = summary(view);
+  root.querySelector("#ctl-current pre").textContent =
+    Object.entries(state.current).map(([k, v]) => `--${k} ${fmt(v)}`).join("\n");
+  if (untouched) state.editor.set(state.current);
+  renderDiff(root.querySelector("#ctl-diff"), diffFlags(state.current, state.editor.flags));
+}
+
+export async function refreshController(root, host) {
+  if (host !== state.host || root.hidden || !state.editor) return;
+  const view = await fetchController(host).catch(() => null);
+  if (!view || host !== state.host) return;
+  await takeCurrent(root, view);
+  if (view.busy && root.querySelector("#ctl-progress").hidden) follow(root);
+}
+
+function render(root, view, options) {
+  const current = state.current;
   const $ = (id) => root.querySelector(`#${id}`);
   root.replaceChildren(
     el("h2", { text: `controller · ${view.host}` }),
     el("p", { class: "error", id: "ctl-error", "data-testid": "ctl-error", text: view.error || "" }),
     el("details", { id: "ctl-current", "data-testid": "ctl-current" },
-      el("summary", { text: `runs now: ${Object.keys(current).length} flags` +
-        (view.current ? ` · ${view.current.running ? "running" : "not running"}` +
-                        (view.current.run_id ? ` · run ${view.current.run_id}` : "") : "") }),
+      el("summary", { text: summary(view) }),
       el("pre", { text: Object.entries(current).map(([k, v]) => `--${k} ${fmt(v)}`).join("\n") })),
     el("div", { class: "ctl-grid" },
       el("div", {},
@@ -78,7 +113,7 @@ function render(root, view, options) {
         " ", el("span", { id: "ctl-outcome", "data-testid": "ctl-outcome" })),
       el("ol", { id: "ctl-steps", "data-testid": "ctl-steps" }),
       el("pre", { id: "ctl-log", "data-testid": "ctl-log", class: "log-tail" })));
-  const diff = () => renderDiff($("ctl-diff"), diffFlags(current, state.editor.flags));
+  const diff = () => renderDiff($("ctl-diff"), diffFlags(state.current, state.editor.flags));
   state.editor = new FlagEditor($("ctl-editor"), options, diff);
   state.editor.set(current);
   $("ctl-search-slot").replaceWith(state.editor.searchBox());
@@ -87,9 +122,9 @@ function render(root, view, options) {
   const token = $("ctl-token");
   token.value = sessionStorage.getItem(TOKEN_KEY) || "";
   token.addEventListener("input", () => sessionStorage.setItem(TOKEN_KEY, token.value));
-  $("ctl-review").addEventListener("click", () => review(root, current));
+  $("ctl-review").addEventListener("click", () => review(root));
   $("ctl-cancel").addEventListener("click", () => { $("ctl-confirm").hidden = true; });
-  $("ctl-go").addEventListener("click", () => restart(root, view));
+  $("ctl-go").addEventListener("click", () => restart(root));
 }
 
 function renderPresets(root, view, current, diff) {
@@ -97,7 +132,7 @@ function renderPresets(root, view, current, diff) {
   const effect = root.querySelector("#ctl-effect");
   const pick = (preset) => {
     state.preset = preset ? preset.name : null;
-    state.editor.set(preset ? { ...current, ...preset.flags } : current);
+    state.editor.set(preset ? { ...state.current, ...preset.flags } : state.current);
     effect.textContent = preset ? `predicted effect: ${preset.description || "not described"}` : "";
     diff();
   };
@@ -117,42 +152,57 @@ function renderPresets(root, view, current, diff) {
   }
 }
 
-function review(root, current) {
-  const d = diffFlags(current, state.editor.flags);
+// The diff confirmed is against what the server runs now: the question shows at once, and its confirm
+// button waits until the server's flags have been fetched again and the diff redrawn against them.
+function askConfirm(root) {
+  const d = diffFlags(state.current, state.editor.flags);
   const n = d.added.length + d.changed.length + d.removed.length;
   root.querySelector("#ctl-confirm-text").textContent =
     `restart ${state.host} with ${n} change${n === 1 ? "" : "s"}${state.preset ? ` (preset ${state.preset})` : ""}?`;
   root.querySelector("#ctl-confirm").hidden = false;
 }
 
-// The request lays `flags` over the launch flags, so a flag of the launch line that the editor dropped goes as null.
-function requestBody(view) {
-  const flags = { ...state.editor.flags };
-  for (const name of Object.keys((view.launch && view.launch.flags) || {})) if (!(name in flags)) flags[name] = null;
-  return { flags };
+async function review(root) {
+  const host = state.host;
+  const go = root.querySelector("#ctl-go");
+  go.disabled = true;
+  askConfirm(root);
+  try {
+    const view = await fetchController(host);
+    if (host !== state.host) return;
+    if (view) await takeCurrent(root, view);
+    askConfirm(root);
+  } catch (error) {
+    root.querySelector("#ctl-error").textContent = `could not read the server's flags: ${error.message}`;
+  } finally {
+    go.disabled = false;
+  }
 }
 
-async function restart(root, view) {
+// The request lays `flags` over the launch flags, so a flag of the launch line that the editor dropped goes as null.
+function requestFlags(view) {
+  const flags = { ...state.editor.flags };
+  for (const name of Object.keys((view.launch && view.launch.flags) || {})) if (!(name in flags)) flags[name] = null;
+  return flags;
+}
+
+async function restart(root) {
   const error = root.querySelector("#ctl-error");
   root.querySelector("#ctl-confirm").hidden = true;
   error.textContent = "";
-  const response = await fetch(`/api/hosts/${encodeURIComponent(state.host)}/restart`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Authorization: `Bearer ${root.querySelector("#ctl-token").value}` },
-    body: JSON.stringify(requestBody(view)),
+  const { status, statusText, answer } = await postRestart(state.host, {
+    flags: requestFlags(state.view), expectedRun: state.basedOn, token: root.querySelector("#ctl-token").value,
   });
-  const answer = await answerOf(response);
-  if (response.status === 202) {
+  if (status === 202) {
     follow(root);
     return;
   }
   const detail = answer.detail;
-  if (detail && typeof detail === "object") {
-    state.editor.showErrors(detail.errors || []);
-    error.textContent = `${response.status}: ${detail.message}`;
-  } else {
-    error.textContent = `${response.status}: ${detail || response.statusText}`;
-  }
+  const reason = detail && typeof detail === "object" ? detail.message || JSON.stringify(detail) : detail || statusText;
+  if (detail && typeof detail === "object") state.editor.showErrors(detail.errors || []);
+  // 409: another restart is under way, or the server's run is no longer the one this diff was made against.
+  error.textContent = status === 409 ? `409: not restarted: ${reason}` : `${status}: ${reason}`;
+  if (status === 409) refreshController(root, state.host);
 }
 
 // Poll once a second, and only while a restart runs.
@@ -161,7 +211,7 @@ function follow(root) {
   clearInterval(state.polling);
   const host = state.host;
   const tick = async () => {
-    const status = await (await fetch(`/api/hosts/${encodeURIComponent(host)}/restart`)).json();
+    const status = await fetchRestartStatus(host);
     if (host !== state.host) return;
     showOperation(root, status.operation);
     if (!status.busy) {

@@ -1,0 +1,91 @@
+// The row of current values at the top: the selected host now, readable without hovering a chart.
+// Filled from /api/hosts/{name}/status, the newest values then follow the stream's samples.
+import { formatDuration } from "./status.js";
+
+const CELLS = [
+  // [testid, label, status field, format]
+  ["now-gen", "gen tok/s", "gen_throughput", (v) => Math.round(v).toLocaleString("en-US")],
+  ["now-gen-mean", "5-min mean", "gen_throughput_mean_5min", (v) => Math.round(v).toLocaleString("en-US")],
+  ["now-usage", "KV token usage", "token_usage", (v) => v.toFixed(3)],
+  ["now-running", "running", "running_req", (v) => Math.round(v).toLocaleString("en-US")],
+  ["now-queue", "queue", "queue_req", (v) => Math.round(v).toLocaleString("en-US")],
+  ["now-rate", "completions/s", "completion_rate", (v) => v.toFixed(2)],
+  ["now-eta", "ETA", "eta_s", (v) => formatDuration(v)],
+];
+const LIVE = new Set(["gen_throughput", "token_usage", "running_req", "queue_req"]);
+const FLAG_LIMIT = 12;
+
+function node(tag, className, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
+function cell(testid, label) {
+  const box = node("div", "now");
+  box.setAttribute("data-testid", testid);
+  box.append(node("span", "now-label", label), node("span", "now-value", "—"));
+  return box;
+}
+
+export function createNowRow(root) {
+  const cells = new Map();
+  root.replaceChildren();
+  for (const [testid, label, field, format] of CELLS) {
+    const box = cell(testid, label);
+    cells.set(field, { box, format });
+    root.append(box);
+  }
+  const alerts = cell("now-alerts", "alerts");
+  const verdict = cell("now-verdict", "diagnosis");
+  verdict.hidden = true;
+  const flags = cell("now-flags", "config");
+  flags.classList.add("now-flags");
+  root.append(alerts, verdict, flags);
+
+  const show = (field, value) => {
+    const entry = cells.get(field);
+    if (!entry) return;
+    const known = value !== null && value !== undefined && Number.isFinite(Number(value));
+    entry.box.querySelector(".now-value").textContent = known ? entry.format(Number(value)) : "—";
+  };
+
+  return {
+    clear() {
+      for (const field of cells.keys()) show(field, null);
+      alerts.querySelector(".now-value").textContent = "—";
+      flags.querySelector(".now-value").replaceChildren(node("span", "muted", "—"));
+      verdict.hidden = true;
+    },
+    status(status) {
+      if (!status) return;
+      for (const field of cells.keys()) show(field, status[field]);
+      const active = status.alerts || [];
+      const firing = active.filter((a) => a.state === "firing");
+      const text = active.length ? active.map((a) => `${a.state}: ${a.rule}`).join(" · ") : "none";
+      alerts.querySelector(".now-value").textContent = text;
+      alerts.classList.toggle("now-bad", firing.length > 0);
+      alerts.classList.toggle("now-warn", !firing.length && active.length > 0);
+      const defining = status.run?.defining_flags || status.defining_flags || {};
+      const entries = Object.entries(defining);
+      const value = flags.querySelector(".now-value");
+      value.replaceChildren(...entries.slice(0, FLAG_LIMIT).map(([k, v]) =>
+        node("code", "flag-chip", v === true ? `--${k}` : `--${k} ${v}`)));
+      if (entries.length > FLAG_LIMIT) value.append(node("span", "muted", ` +${entries.length - FLAG_LIMIT} more`));
+      if (!entries.length) value.append(node("span", "muted", status.run ? "defaults" : "no run yet"));
+      flags.title = status.run?.id ? `run ${status.run.id}` : "";
+    },
+    diagnosis(answer) {
+      const known = answer && answer.verdict && answer.verdict !== "unknown";
+      verdict.hidden = !known;
+      if (!known) return;
+      verdict.querySelector(".now-value").textContent = answer.verdict.replace(/_/g, " ");
+      verdict.title = (answer.evidence || []).map((e) => (typeof e === "string" ? e : JSON.stringify(e))).join("\n");
+    },
+    // A live sample: the newest value of a metric the row shows as "now".
+    sample(metric, value) {
+      if (LIVE.has(metric)) show(metric, value);
+    },
+  };
+}

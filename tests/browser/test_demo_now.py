@@ -1,0 +1,76 @@
+"""The demo over two minutes, as a person watching it: the row of current values keeps up with the
+host's status answer, a 15-minute window follows now, and the page fits a phone. Screenshots at
+~10 s and ~2 min go to test-artifacts/ (not committed) for a person to look at."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kvwatch.app.commands.demo import demo_config
+from kvwatch.app.main import create_app
+from kvwatch.app.runner import build_services
+from kvwatch.simulator.demo import start_demo_world
+from tests.fixtures.web import block_outside_requests
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+X_RANGE = "(id) => document.getElementById(id).layout.xaxis.range.map((x) => new Date(x).getTime() / 1000)"
+
+
+@pytest.fixture
+def demo_url(tmp_path: Path, serve_app: Any) -> Iterator[str]:
+    world = start_demo_world(tmp_path)
+    services = build_services(demo_config(world, tmp_path))
+    try:
+        yield serve_app(create_app(services)).url
+    finally:
+        world.stop()
+
+
+def running_now(page: Any) -> float:
+    text = page.locator("[data-testid=now-running] .now-value").inner_text()
+    return float(text.replace(",", "")) if text != "—" else -1.0
+
+
+def test_demo_now_row_follows_the_stream_and_a_window_moves_with_now(demo_url: str, page: Any) -> None:
+    outside = block_outside_requests(page)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    started = time.monotonic()
+    page.goto(f"{demo_url}/?range=15m")
+    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    host = page.locator("[data-testid=host-picker]").input_value()
+    assert f"host={host}" in page.url and "range=15m" in page.url
+    page.wait_for_function("document.querySelector('[data-testid=now-gen] .now-value').textContent !== '—'",
+                           timeout=60_000)
+    time.sleep(max(0.0, 10 - (time.monotonic() - started)))
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "demo-now-10s.png"), full_page=True)
+    first_range = page.evaluate(X_RANGE, "chart-usage")
+    assert first_range[1] - first_range[0] == pytest.approx(900, abs=1)
+    time.sleep(max(0.0, 120 - (time.monotonic() - started)))
+    # Two minutes on: the window moved with now, and the row shows what the server says now. The
+    # running count changes with every sample; it is compared with status answers on either side of the read.
+    later = page.evaluate(X_RANGE, "chart-usage")
+    assert later[1] - first_range[1] > 60 and later[1] == pytest.approx(time.time(), abs=30)
+    for _ in range(20):
+        before = httpx.get(f"{demo_url}/api/hosts/{host}/status").json()["running_req"]
+        shown = running_now(page)
+        after = httpx.get(f"{demo_url}/api/hosts/{host}/status").json()["running_req"]
+        if shown in (before, after):
+            break
+        time.sleep(0.2)
+    assert shown in (before, after), (shown, before, after)
+    page.wait_for_function("document.querySelector('[data-testid=now-alerts] .now-value').textContent"
+                           ".includes('firing: token_usage_high')", timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "demo-now-2min.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    time.sleep(1.5)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(ARTIFACTS / "demo-now-390.png"), full_page=True)
+    assert outside == []
