@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import paramiko
 
 from kvwatch.collectors.base import CollectorError
+from kvwatch.collectors.ssh_config import read_ssh_config
 
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 MAX_JUMPS = 8
@@ -68,6 +69,8 @@ def split_spec(spec: str) -> tuple[str | None, str, int | None]:
         host = text
     if not host or user == "":
         raise CollectorError(f"ssh target {spec!r}: expected user@host:port or an ssh_config alias")
+    if host.startswith("-") or (user or "").startswith("-"):
+        raise CollectorError(f"ssh target {spec!r}: a host or user may not start with '-'")
     return user, host, port
 
 
@@ -84,8 +87,8 @@ def _load_config(path: str | None) -> paramiko.SSHConfig | None:
     if not os.path.exists(full):
         return None
     try:
-        return paramiko.SSHConfig.from_path(full)
-    except (OSError, paramiko.SSHException) as exc:
+        return read_ssh_config(full)
+    except (OSError, paramiko.SSHException, ValueError) as exc:
         raise CollectorError(f"ssh config {full}: {exc}") from exc
 
 
@@ -100,6 +103,9 @@ def _resolve(
         raise CollectorError(f"ssh target {spec!r}: ProxyJump chain longer than {MAX_JUMPS}")
     user, alias, port = split_spec(spec)
     found = config.lookup(alias) if config is not None else {}
+    if found.get("proxycommand") and str(found["proxycommand"]).lower() != "none":
+        raise CollectorError(f"ssh target {spec!r}: ProxyCommand is not supported (kvwatch runs no command from "
+                             "an ssh config); use ProxyJump")
     host = str(found.get("hostname", alias))
     if port is None:
         port = _port(spec, str(found["port"])) if "port" in found else 22

@@ -21,6 +21,7 @@ import paramiko
 
 from kvwatch.app.config import parse_config
 from kvwatch.app.errors import ConfigError
+from kvwatch.collectors.ssh_config import host_patterns, read_ssh_config
 
 NAME = "init"
 HELP = "write a commented example kvwatch.toml with your ~/.ssh/config hosts"
@@ -79,21 +80,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def ssh_hosts(path: Path) -> list[SshHost]:
-    """Concrete Host aliases (no wildcard patterns) with what ssh would connect to."""
+    """Concrete Host aliases (no wildcard patterns) with what ssh would connect to; `Match` blocks
+    apply as ssh would apply them, except `Match exec`, which never runs (collectors/ssh_config.py)."""
     path = path.expanduser()
     if not path.is_file():
         return []
     try:
-        config = paramiko.SSHConfig.from_path(str(path))
+        config = read_ssh_config(str(path))
+        aliases = host_patterns(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, paramiko.SSHException, ValueError) as exc:
         raise ConfigError(f"{path}: cannot read ssh config: {exc}") from None
     hosts = []
-    for alias in sorted(config.get_hostnames()):
-        if WILDCARDS & set(alias):
+    for alias in aliases:
+        if WILDCARDS & set(alias) or alias.startswith("!"):
             continue
-        entry = config.lookup(alias)
+        try:
+            entry = config.lookup(alias)
+        except (paramiko.SSHException, ValueError, ImportError, KeyError) as exc:  # a block paramiko cannot decide
+            raise ConfigError(f"{path}: cannot resolve Host {alias!r}: {exc}") from None
         hosts.append(SshHost(alias, entry.get("hostname", alias), entry.get("user"), entry.get("port", "22")))
-    return hosts
+    return sorted(hosts, key=lambda h: h.alias)
 
 
 def render(hosts: list[SshHost], source: Path | None) -> str:
