@@ -2,7 +2,8 @@
 
 Each series keeps its newest `retention_days` of raw samples, counted back from its own newest sample
 rather than from the clock, so a log replayed from last month keeps its detail and a finished run keeps
-its last days. Older history stays in the rollup buckets (10 s, 1 min, 10 min, with each bucket's
+its last days. That newest sample is capped at the wall clock: one line stamped in the future (a clock
+stepped back, a corrupted stamp, year 2099) never moves the cut past `retention_days` before now. Older history stays in the rollup buckets (10 s, 1 min, 10 min, with each bucket's
 extremes), which is what wide windows read anyway, and /api/series answers narrow windows there from
 the 10 s buckets.
 
@@ -34,9 +35,9 @@ class Retention:
     def __init__(
         self, store: Store, hosts: Callable[[], Iterable[str]], keep_s: float, *,
         every_s: float | None = None, first_after_s: float | None = None, batch: int = BATCH,
-        pause_s: float = PAUSE_S,
+        pause_s: float = PAUSE_S, clock: Callable[[], float] = time.time,
     ) -> None:
-        self.store, self.hosts, self.keep_s = store, hosts, keep_s
+        self.store, self.hosts, self.keep_s, self.clock = store, hosts, keep_s, clock
         self.batch, self.pause_s = batch, pause_s
         # None: the module's defaults, read when the thread starts.
         self.every_s, self.first_after_s = every_s, first_after_s
@@ -60,7 +61,7 @@ class Retention:
         last = self.store.latest(host, metric, rank)
         if last is None:
             return 0
-        before = last[0] - self.keep_s
+        before = min(last[0], self.clock()) - self.keep_s
         deleted = 0
         while not self._stop.is_set():
             count = self.store.prune_series(host, metric, rank, before, self.batch)

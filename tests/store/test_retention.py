@@ -66,6 +66,16 @@ def test_retention_keeps_each_series_newest_days_and_only_for_its_hosts(store: S
     assert store.extent("gpu1", "token_usage") == (T0, newest)  # the rollups still reach the start
 
 
+def test_one_sample_stamped_in_the_future_never_prunes_the_live_series(store: Store) -> None:
+    now = T0 + 3 * DAY
+    t = now - np.arange(0.0, 0.5 * DAY, 10.0)[::-1]  # the last half day, at 0.1 Hz, all within retention
+    put(store, "gpu1", "token_usage", t, np.full(len(t), 0.9))
+    put(store, "gpu1", "token_usage", np.array([4_070_908_800.0]), np.array([0.97]))  # 2099-01-01
+    retention = Retention(store, lambda: ["gpu1"], keep_s=DAY, pause_s=0, clock=lambda: now)
+    assert retention.prune_once() == 0
+    assert store.raw_start("gpu1", "token_usage") == float(t[0])
+
+
 @pytest.fixture
 def services(store: Store) -> Services:
     config = Config(server=ServerConfig(), hosts=(HostConfig(name="gpu1", ssh="local", server_log="/l"),))
