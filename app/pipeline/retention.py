@@ -2,8 +2,9 @@
 
 Each series keeps its newest `retention_days` of raw samples, counted back from its own newest sample
 rather than from the clock, so a log replayed from last month keeps its detail and a finished run keeps
-its last days. That newest sample is capped at the wall clock: one line stamped in the future (a clock
-stepped back, a corrupted stamp, year 2099) never moves the cut past `retention_days` before now. Older history stays in the rollup buckets (10 s, 1 min, 10 min, with each bucket's
+its last days. That newest sample is capped at the wall clock: one line stamped in the future (a
+clock stepped back, a corrupted stamp, year 2099) never moves the cut past `retention_days` before
+now. Older history stays in the rollup buckets (10 s, 1 min, 10 min, with each bucket's
 extremes), which is what wide windows read anyway, and /api/series answers narrow windows there from
 the 10 s buckets.
 
