@@ -38,6 +38,13 @@ export function fetchAlerts() {
   return optionalJSON("/api/alerts");
 }
 
+function isNewer(id, last) {
+  if (!last) return true;
+  const [epoch, seq] = id.split("-");
+  const [lastEpoch, lastSeq] = last.split("-");
+  return epoch !== lastEpoch || Number(seq) > Number(lastSeq);
+}
+
 // One EventSource for everything live. Every event has an id; on a blip the browser reconnects by
 // itself with Last-Event-ID and the server replays what was missed. A stream the browser gave up on
 // (an HTTP error while the server restarts) is reopened here, resuming from the last id it saw.
@@ -54,7 +61,13 @@ export function openStream(handlers, onState, { reopenMs = 2000 } = {}) {
     };
     for (const [event, handler] of Object.entries(handlers)) {
       source.addEventListener(event, (message) => {
-        if (message.lastEventId) lastId = message.lastEventId;
+        if (message.lastEventId) {
+          // A reconnect may replay an event this page already handled (its id was not yet seen when
+          // the stream dropped): ids are `<epoch>-<seq>`, so one at or below the last is skipped.
+          const newer = isNewer(message.lastEventId, lastId);
+          if (!newer && event !== "hello") return;  // hello opens every connection: always heard
+          if (newer) lastId = message.lastEventId;
+        }
         handler(JSON.parse(message.data), message.lastEventId);
       });
     }

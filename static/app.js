@@ -81,12 +81,20 @@ const currentWindow = () => liveWindow(state.range, state.extent);
 
 // Ranges we set ourselves come back as plotly_relayout events; they must not count as a zoom.
 function applyRange(range, exceptId) {
-  state.applied = range;
+  noteApplied(range);
   for (const panel of PANELS) if (panel.id !== exceptId) setXRange($(panel.id), range);
 }
 
+// A rolling window moves every second, so the echo of a range we set can arrive after the next one
+// was set: every recently applied range counts as ours, not only the last.
+function noteApplied(range) {
+  state.applied = range;
+  state.recentlyApplied = [...(state.recentlyApplied || []).slice(-31), range];
+}
+
 function isApplied(range) {
-  return state.applied && Math.abs(range[0] - state.applied[0]) < 0.01 && Math.abs(range[1] - state.applied[1]) < 0.01;
+  const same = (r) => Math.abs(range[0] - r[0]) < 0.01 && Math.abs(range[1] - r[1]) < 0.01;
+  return (state.recentlyApplied || []).some(same);
 }
 
 function alignLive() {
@@ -155,7 +163,7 @@ async function loadHost(host, { fixed = null } = {}) {
   const [series, markers] = await Promise.all([past, fetchMarkers(), refreshHosts()]);
   await plotlyReady;
   const range = fixed || currentWindow();
-  state.applied = range;
+  noteApplied(range);
   PANELS.forEach((panel, i) => {
     createChart($(panel.id), panel, { series: series[panel.id], range, markers,
                                       labels: markerLabels(i, markers) });
@@ -276,7 +284,7 @@ function drawPending() {
   }
   pending.clear();
   if (range) {
-    state.applied = range;
+    noteApplied(range);
     followAxis(range);
   }
   window.kvwatchDraws += 1;
@@ -289,7 +297,7 @@ function drawPending() {
 const followAxis = throttle(() => {
   const range = currentWindow();
   if (state.zoom || !range || !$(PANELS[0].id).data) return;
-  state.applied = range;
+  noteApplied(range);
   for (const panel of PANELS) {
     const axis = $(panel.id).layout?.xaxis;
     const shown = axis?.range?.map((x) => new Date(x).getTime() / 1000);
