@@ -10,7 +10,6 @@ import ast
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tomllib
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.processes import stop_group
 from tests.fixtures.web import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,12 +149,7 @@ def demo_url(installed: Installed) -> Iterator[str]:
         _wait_for(url + "/api/hosts", proc, installed.outside / "demo.log")
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
         log.close()
 
 

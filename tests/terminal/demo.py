@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.fixtures.processes import stop_group
 from tests.fixtures.web import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,12 +59,7 @@ def running_demo(workdir: Path) -> Iterator[Demo]:
         wait_until(demo, lambda: demo.get("/api/hosts"), "the demo to answer")
         yield demo
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
 
 
 def wait_until(demo: Demo, check: Any, what: str, timeout: float = START_TIMEOUT_S) -> Any:
