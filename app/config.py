@@ -69,6 +69,11 @@ class HostConfig:
     def is_local(self) -> bool:
         return self.ssh == LOCAL
 
+    @property
+    def transport(self) -> str:
+        """Its entry in collectors/transports.py: `ssh = "local"` is this machine, anything else SSH."""
+        return "local" if self.is_local else "ssh"
+
 
 @dataclass(frozen=True, slots=True)
 class Config:

@@ -13,7 +13,7 @@ import stat
 from kvwatch.app.config import Config, HostConfig
 from kvwatch.app.errors import ConfigError
 from kvwatch.collectors.base import CollectorError
-from kvwatch.collectors.ssh_target import SshTarget
+from kvwatch.collectors.ssh.target import SshTarget
 
 
 def check_host_files(config: Config) -> None:

@@ -35,8 +35,8 @@ from bench._sshd import throwaway_sshd
 from bench.bench_parse import generate
 from kvwatch.collectors.base import Transport
 from kvwatch.collectors.local import LocalTransport
-from kvwatch.collectors.ssh import SFTP_READ_MAX, GcmFirstTransport, SshOptions, SshTransport
-from kvwatch.collectors.ssh_catchup import Compression
+from kvwatch.collectors.ssh.catchup import Compression
+from kvwatch.collectors.ssh.transport import SFTP_READ_MAX, GcmFirstTransport, SshOptions, SshTransport
 from kvwatch.collectors.tail import READ_CHUNK, Tail
 from tests.fixtures.sshd import Sshd
 

@@ -32,7 +32,7 @@ from bench._collect import (
 )
 from bench._sshd import pct, throwaway_sshd
 from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
-from kvwatch.collectors.ssh import SshTransport
+from kvwatch.collectors.ssh.transport import SshTransport
 from tests.fixtures.sshd import Sshd
 
 OUTPUT_LINE = ('{"text": "' + "y" * 2000 + '"}\n').encode()

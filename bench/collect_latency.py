@@ -22,7 +22,7 @@ from pathlib import Path
 from bench._collect import StampSink, WriteStamps, app_collector, app_store
 from bench._sshd import pct, throwaway_sshd
 from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
-from kvwatch.collectors.ssh import SshTransport
+from kvwatch.collectors.ssh.transport import SshTransport
 from tests.fixtures.sshd import Sshd
 
 

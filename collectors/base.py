@@ -18,7 +18,7 @@ Errors, translated once at the boundary (paramiko and OS errors never escape a c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 
 class CollectorError(Exception):
@@ -84,12 +84,41 @@ class Line(NamedTuple):
     text: str
 
 
+class Stream(Protocol):
+    """A long-running command's stdout, read as it comes (tail -F, nvidia-smi -l, a catch-up read)."""
+
+    def read(self, timeout: float) -> bytes | None:
+        """Next bytes; None when nothing arrived within `timeout`; b"" at end of stream."""
+        ...
+
+    def stderr(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class Tunnel(Protocol):
+    """A byte connection to host:port as seen from the monitored host (SGLang's /metrics)."""
+
+    def settimeout(self, timeout: float | None, /) -> None: ...
+
+    def sendall(self, data: bytes, /) -> None: ...
+
+    def makefile(self, mode: Literal["rb"], /) -> Any: ...
+
+    def close(self) -> None: ...
+
+
 class Transport(Protocol):
-    """File access on one host. Implementations: `LocalTransport`, `SshTransport`."""
+    """Everything a collector does on one host. Implementations, by name in
+    `collectors/transports.py`: `local` (`LocalTransport`) and `ssh` (`SshTransport`)."""
 
     name: str
 
     def stat(self, path: str) -> FileStat: ...
+
+    def stat_many(self, paths: list[str]) -> dict[str, FileStat | None]:
+        """One stat for many files: None for a missing one; an unreadable one is left out."""
+        ...
 
     def read(self, path: str, offset: int, length: int) -> bytes: ...
 
@@ -98,6 +127,21 @@ class Transport(Protocol):
     def run(self, argv: list[str], timeout: float = 30.0, stdin: bytes = b"") -> CommandResult:
         """Run one command. `argv` is never interpreted by a shell unquoted: the SSH transport
         quotes every element for the remote POSIX shell."""
+        ...
+
+    def open_stream(self, argv: list[str], pty: bool = False, bulk: bool = False) -> Stream:
+        """A long-running command (same quoting as `run`). `pty`: the command ends when we hang up;
+        `bulk`: tuned for throughput (catch-up reads)."""
+        ...
+
+    def open_tunnel(self, host: str, port: int) -> Tunnel: ...
+
+    def find_inode(self, directory: str, inode: int) -> str | None:
+        """The file in `directory` with this inode (a log renamed away by rotation), or None."""
+        ...
+
+    def regular_files(self, directory: str) -> list[str]:
+        """Paths of the regular files in `directory`, symlinks not followed."""
         ...
 
     def close(self) -> None: ...

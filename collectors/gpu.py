@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import time
 
-from kvwatch.collectors.base import CollectorError, Line
+from kvwatch.collectors.base import CollectorError, Line, Stream, Transport
 from kvwatch.collectors.lines import LineSplitter
-from kvwatch.collectors.watch import Stream
 
 QUERY = "timestamp,index,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu"
 
@@ -24,7 +23,7 @@ def nvidia_smi_argv(interval_ms: int = 1000) -> list[str]:
 class GpuSampler:
     """Keeps the loop running; `read()` returns the complete lines that arrived, never blocks long."""
 
-    def __init__(self, transport: object, source: str = "gpu", interval_ms: int = 1000,
+    def __init__(self, transport: Transport, source: str = "gpu", interval_ms: int = 1000,
                  restart_after: float = 30.0) -> None:
         self.transport = transport
         self.source = source
@@ -58,12 +57,8 @@ class GpuSampler:
     def _start(self) -> bool:
         if time.monotonic() < self._next_start:
             return False
-        opener = getattr(self.transport, "open_stream", None)
-        if opener is None:
-            self.last_error = "transport cannot stream commands"
-            return False
         try:
-            self._stream = opener(nvidia_smi_argv(self.interval_ms))
+            self._stream = self.transport.open_stream(nvidia_smi_argv(self.interval_ms))
         except CollectorError as exc:
             self.last_error = str(exc)
             self._next_start = time.monotonic() + self.restart_after
@@ -76,8 +71,7 @@ class GpuSampler:
         """nvidia-smi exited (no GPU, no driver, not installed): retry later, say why."""
         err = b""
         if self._stream is not None:
-            stderr = getattr(self._stream, "stderr", None)
-            err = stderr() if stderr is not None else b""
+            err = self._stream.stderr()
             self._stream.close()
         self.last_error = (err.decode(errors="replace").strip() or "nvidia-smi exited")[:300]
         self._stream = None

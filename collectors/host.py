@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
 
 from kvwatch.collectors.backoff import Backoff
 from kvwatch.collectors.base import AuthFailed, CollectorError, FileStat, Line, SourceUnreadable, Transport
@@ -33,6 +32,7 @@ from kvwatch.collectors.host_clock import host_clock_dict, observe_files, refres
 from kvwatch.collectors.lines import LineSplitter
 from kvwatch.collectors.metrics import scrape
 from kvwatch.collectors.quarantine import Quarantine
+from kvwatch.collectors.sinks import Sink
 from kvwatch.collectors.tail import UNKNOWN, Tail, Unknown
 from kvwatch.collectors.tail_state import TailState
 from kvwatch.collectors.watch import Watch
@@ -62,26 +62,6 @@ class HostOptions:
     gpu_interval: float = 1.0  # GPU samples are handed to the sink this often (one transaction each)
     wake: bool = True  # a `tail -F` wake-up stream; False = poll every poll_interval only
     clock_interval: float = 600.0  # the host's clock is read again this often (skew drift, zone change)
-
-
-class Delivered(NamedTuple):
-    """What a parsing sink made of a delivery, for the source's health."""
-
-    records: int
-    unparsed: int
-
-
-class Sink(Protocol):
-    def load_state(self, host: str, kind: str, path: str) -> TailState | None: ...
-
-    def deliver(self, host: str, kind: str, path: str, lines: list[Line],
-                state: TailState | None) -> Delivered | None:
-        """Store `lines` and `state` atomically (state None: live samples, nothing to resume)."""
-        ...
-
-    def idle(self, host: str, kind: str, path: str) -> None:
-        """The file had nothing new this round (a parser may end what it held, e.g. a traceback)."""
-        ...
 
 
 class HostFollower:
@@ -233,8 +213,7 @@ class HostFollower:
 
     def _poll_files(self, transport: Transport) -> None:
         keys = list(self.tails)
-        batched = getattr(transport, "stat_many", None)
-        stats = batched([p for _, p in keys]) if batched is not None and keys else {}
+        stats = transport.stat_many([p for _, p in keys]) if keys else {}
         for key in keys:
             if self._unreadable.held(key):
                 continue

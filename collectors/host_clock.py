@@ -1,6 +1,6 @@
 """The host loop's clock round on every connect: the host's clock, then each file's mtime and newest
 lines, handed to the sink (which decides each source's zone, app/pipeline/clocks.py) and shown in
-the host's health. A sink without `observe_clock` (the collector tests' raw sinks) is skipped.
+the host's health. A sink that is not a `ClockSink` (the collector tests' raw sinks) is skipped.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from kvwatch.collectors.base import Transport
 from kvwatch.collectors.clock import probe_files, probe_host
 from kvwatch.collectors.clock_infer import HostClock
 from kvwatch.collectors.health import HostHealth
+from kvwatch.collectors.sinks import ClockSink, Sink
 from kvwatch.collectors.tail import Tail
 
 STAMPED_KINDS = ("server_log", "client_log")  # output files are JSONL without a line stamp
@@ -29,28 +30,26 @@ def host_clock_dict(clock: HostClock | None) -> dict[str, Any]:
     }
 
 
-def observe_files(transport: Transport, sink: object, health: HostHealth, clock: HostClock | None,
+def observe_files(transport: Transport, sink: Sink, health: HostHealth, clock: HostClock | None,
                   tails: dict[tuple[str, str], Tail], keys: Iterable[tuple[str, str]]) -> None:
-    observe = getattr(sink, "observe_clock", None)
     keys = list(keys)
-    if observe is None or not keys:
+    if not isinstance(sink, ClockSink) or not keys:
         return
     stamped = frozenset(path for kind, path in keys if kind in STAMPED_KINDS)
     probes = probe_files(transport, sorted({path for _, path in keys}), stamped)
     for kind, path in keys:
         state = tails[(kind, path)].state
-        report = observe(kind, path, clock, probes.get(path), state.offset if state else 0)
+        report = sink.observe_clock(kind, path, clock, probes.get(path), state.offset if state else 0)
         health.source(kind, path).clock = report
 
 
-def refresh_report(sink: object, health: HostHealth, kind: str, path: str) -> None:
+def refresh_report(sink: Sink, health: HostHealth, kind: str, path: str) -> None:
     """After a delivery: a parser may have met stamps with their own offset (`explicit`)."""
-    report = getattr(sink, "clock_report", None)
-    if report is not None:
-        health.source(kind, path).clock = report(kind, path)
+    if isinstance(sink, ClockSink):
+        health.source(kind, path).clock = sink.clock_report(kind, path)
 
 
-def reprobe_host(transport: Transport, sink: object, health: HostHealth, clock: HostClock | None,
+def reprobe_host(transport: Transport, sink: Sink, health: HostHealth, clock: HostClock | None,
                  tails: dict[tuple[str, str], Tail]) -> HostClock | None:
     """Read the host's clock again during a long connection: skew drifts on a host without NTP, and
     a zone known only by its offset changes with DST. The sink retimes its sources (`retime`)."""
@@ -58,9 +57,8 @@ def reprobe_host(transport: Transport, sink: object, health: HostHealth, clock: 
     if fresh is None:
         return clock
     health.clock = host_clock_dict(fresh)
-    retime = getattr(sink, "retime", None)
-    if retime is not None:
-        retime(fresh)
+    if isinstance(sink, ClockSink):
+        sink.retime(fresh)
         for kind, path in tails:
             refresh_report(sink, health, kind, path)
     return fresh

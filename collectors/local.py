@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import glob as globmod
 import os
+import socket
 import subprocess
 
 from kvwatch.collectors.base import CollectorError, CommandResult, FileStat, SourceMissing, SourceUnreadable
 from kvwatch.collectors.stream import LocalStream
+
+TUNNEL_CONNECT_TIMEOUT = 5.0
 
 
 class LocalTransport:
@@ -73,9 +76,16 @@ class LocalTransport:
         except OSError:
             return []
 
-    def open_stream(self, argv: list[str], pty: bool = False) -> LocalStream:
-        """`pty` is accepted for symmetry with SSH; a local child is killed on close anyway."""
+    def open_stream(self, argv: list[str], pty: bool = False, bulk: bool = False) -> LocalStream:
+        """`pty` and `bulk` are for SSH; a local child is killed on close anyway, and a pipe is fast."""
         return LocalStream(argv)
+
+    def open_tunnel(self, host: str, port: int) -> socket.socket:
+        """The server is on this machine: a plain TCP connection."""
+        try:
+            return socket.create_connection((host, port), timeout=TUNNEL_CONNECT_TIMEOUT)
+        except OSError as exc:
+            raise CollectorError(f"connect to {host}:{port}: {exc.strerror or exc}") from exc
 
     def close(self) -> None:
         return None

@@ -5,31 +5,22 @@ from __future__ import annotations
 
 import http.client
 import socket
-from typing import Any
+from typing import cast
 
-from kvwatch.collectors.base import CollectorError, StreamClosed
+from kvwatch.collectors.base import CollectorError, StreamClosed, Transport
 
 MAX_BODY = 32 << 20
 
 
-def _connect(transport: object, host: str, port: int, timeout: float) -> Any:
-    tunnel = getattr(transport, "open_tunnel", None)
-    if tunnel is not None:
-        return tunnel(host, port)
-    try:  # LocalTransport: the server is on this machine
-        return socket.create_connection((host, port), timeout=timeout)
-    except OSError as exc:
-        raise CollectorError(f"metrics {host}:{port}: {exc.strerror or exc}") from exc
-
-
-def scrape(transport: object, port: int, host: str = "127.0.0.1", path: str = "/metrics",
+def scrape(transport: Transport, port: int, host: str = "127.0.0.1", path: str = "/metrics",
            timeout: float = 5.0) -> str:
     """The exposition text; CollectorError when the endpoint is down or answers non-200."""
-    conn = _connect(transport, host, port, timeout)
+    conn = transport.open_tunnel(host, port)
     try:
         conn.settimeout(timeout)
         conn.sendall(f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nAccept: text/plain\r\n\r\n".encode())
-        response = http.client.HTTPResponse(conn)
+        # HTTPResponse only calls makefile("rb"), which a paramiko channel has as well
+        response = http.client.HTTPResponse(cast(socket.socket, conn))
         response.begin()
         body = response.read(MAX_BODY)
     except (OSError, http.client.HTTPException, EOFError) as exc:

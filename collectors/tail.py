@@ -275,11 +275,7 @@ class Tail:
 
     # -- an old generation after a rename or a copytruncate ----------------------------------
     def _find(self, inode: int) -> str | None:
-        finder = getattr(self.transport, "find_inode", None)
-        if finder is None:
-            return None
-        found: str | None = finder(posixpath.dirname(self.path) or ".", inode)
-        return found
+        return self.transport.find_inode(posixpath.dirname(self.path) or ".", inode)
 
     def _poll_drain(self, final: bool = False) -> list[Line]:
         d = self._drain

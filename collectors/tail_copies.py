@@ -17,7 +17,6 @@ marker only if the head matched), or one when the offset is small enough to read
 from __future__ import annotations
 
 import functools
-import glob as globmod
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,24 +79,17 @@ def find_copy(transport: Transport, path: str, state: TailState, skip_inode: int
 
 
 def _listing(transport: Transport, path: str) -> list[str]:
-    """Regular files next to `path`. Not a glob where the transport can do better: a glob also
-    yields directories (`server.log.d/`), and reading one over SFTP fails like a dropped connection."""
-    files = getattr(transport, "regular_files", None)
-    if files is not None:
-        listing: list[str] = files(posixpath.dirname(path) or ".")
-        return listing
-    return transport.glob(globmod.escape(path) + "[.-]*")
+    """Regular files next to `path`, not a glob: a glob also yields directories (`server.log.d/`),
+    and reading one over SFTP fails like a dropped connection."""
+    return transport.regular_files(posixpath.dirname(path) or ".")
 
 
 def _stat_all(transport: Transport, paths: list[str]) -> dict[str, FileStat | None]:
-    batch = getattr(transport, "stat_many", None)
-    if batch is not None:
-        try:
-            found: dict[str, FileStat | None] = batch(paths)
-            return found
-        except CollectorError as exc:  # one unreadable entry fails the batch: ask one by one
-            if not _file_error(exc):
-                raise
+    try:
+        return transport.stat_many(paths)
+    except CollectorError as exc:  # one unreadable entry fails the batch: ask one by one
+        if not _file_error(exc):
+            raise
     out: dict[str, FileStat | None] = {}
     for p in paths:
         try:

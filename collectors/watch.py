@@ -11,9 +11,7 @@ byte per appended line, so a busy JSONL file is not sent twice.
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from kvwatch.collectors.base import CollectorError
+from kvwatch.collectors.base import CollectorError, Stream, Transport
 
 _SCRIPT = (
     'if command -v stdbuf >/dev/null 2>&1; then tail -q -n 0 -F -- "$@" 2>&1 | stdbuf -o0 tr -dc "\\n"; '
@@ -21,23 +19,16 @@ _SCRIPT = (
 )
 
 
-class Stream(Protocol):
-    def read(self, timeout: float) -> bytes | None: ...
-
-    def close(self) -> None: ...
-
-
 class Watch:
     """`wait(timeout)` returns True as soon as any watched file changed (or the stream broke)."""
 
-    def __init__(self, transport: object, paths: list[str]) -> None:
+    def __init__(self, transport: Transport, paths: list[str]) -> None:
         self.paths = sorted(paths)
         self._stream: Stream | None = None
-        opener = getattr(transport, "open_stream", None)
-        if opener is not None and self.paths:
+        if self.paths:
             try:
                 # a pty: when we go away, the remote tail is hung up instead of lingering
-                self._stream = opener(["sh", "-c", _SCRIPT, "sh", *self.paths], pty=True)
+                self._stream = transport.open_stream(["sh", "-c", _SCRIPT, "sh", *self.paths], pty=True)
             except CollectorError:
                 self._stream = None  # no shell or no tail: the loop falls back to its timer
 

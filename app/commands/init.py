@@ -14,18 +14,15 @@ import secrets
 import sys
 import tempfile
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
-
-import paramiko
 
 from kvwatch.app.config import parse_config
 from kvwatch.app.errors import ConfigError
-from kvwatch.collectors.ssh_config import host_patterns, read_ssh_config
+from kvwatch.collectors.base import CollectorError
+from kvwatch.collectors.ssh.config_file import ConfigHost, concrete_hosts
 
 NAME = "init"
 HELP = "write a commented example kvwatch.toml with your ~/.ssh/config hosts"
-WILDCARDS = frozenset("*?!")
 SERVER_LOG_PLACEHOLDER = "/path/to/sglang_server.log"
 
 HEADER = """\
@@ -64,14 +61,6 @@ EXAMPLE_HOST = """
 """
 
 
-@dataclass(frozen=True, slots=True)
-class SshHost:
-    alias: str
-    hostname: str
-    user: str | None
-    port: str
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=Path, default=Path("kvwatch.toml"), help="default ./kvwatch.toml")
     parser.add_argument("--ssh-config", type=Path, default=Path("~/.ssh/config"), help="(default ~/.ssh/config)")
@@ -79,30 +68,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stdout", action="store_true", help="print the config instead of writing a file")
 
 
-def ssh_hosts(path: Path) -> list[SshHost]:
-    """Concrete Host aliases (no wildcard patterns) with what ssh would connect to; `Match` blocks
-    apply as ssh would apply them, except `Match exec`, which never runs (collectors/ssh_config.py)."""
+def ssh_hosts(path: Path) -> list[ConfigHost]:
+    """The concrete Host aliases of an ssh config (collectors/ssh/config_file.py); none if it is absent."""
     path = path.expanduser()
     if not path.is_file():
         return []
     try:
-        config = read_ssh_config(str(path))
-        aliases = host_patterns(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, paramiko.SSHException, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read ssh config: {exc}") from None
-    hosts = []
-    for alias in aliases:
-        if WILDCARDS & set(alias) or alias.startswith("!"):
-            continue
-        try:
-            entry = config.lookup(alias)
-        except (paramiko.SSHException, ValueError, ImportError, KeyError) as exc:  # a block paramiko cannot decide
-            raise ConfigError(f"{path}: cannot resolve Host {alias!r}: {exc}") from None
-        hosts.append(SshHost(alias, entry.get("hostname", alias), entry.get("user"), entry.get("port", "22")))
-    return sorted(hosts, key=lambda h: h.alias)
+        return concrete_hosts(str(path))
+    except CollectorError as exc:
+        raise ConfigError(str(exc)) from None
 
 
-def render(hosts: list[SshHost], source: Path | None) -> str:
+def render(hosts: list[ConfigHost], source: Path | None) -> str:
     date = dt.date.today().isoformat()
     # A fresh secret each time; the file is created 0600 (mkstemp), since it now holds it.
     token = _toml_string(secrets.token_urlsafe(32))

@@ -19,7 +19,7 @@ from kvwatch.app.store.base import Batch, Store
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.clock import FileProbe
 from kvwatch.collectors.clock_infer import HostClock
-from kvwatch.collectors.host import Delivered
+from kvwatch.collectors.sinks import Delivered
 from kvwatch.collectors.tail_state import TailState
 from kvwatch.parsers import LineParser, Record, create_parser
 

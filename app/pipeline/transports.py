@@ -1,18 +1,13 @@
-"""The one place a host's config becomes a Transport."""
+"""A host's config as a connected Transport, through the collectors' registry by name."""
 
 from __future__ import annotations
 
 from kvwatch.app.config import HostConfig
 from kvwatch.collectors.base import Transport
-from kvwatch.collectors.local import LocalTransport
+from kvwatch.collectors.transports import TransportSpec
+from kvwatch.collectors.transports import open_transport as open_by_kind
 
 
 def open_transport(host: HostConfig) -> Transport:
-    if host.is_local:
-        return LocalTransport()
-    from kvwatch.collectors.ssh import SshTransport
-    from kvwatch.collectors.ssh_target import SshTarget
-
-    target = SshTarget.parse(host.ssh, identity_file=host.identity_file, known_hosts=host.known_hosts)
-    transport: Transport = SshTransport(target, name=host.name).connect()
-    return transport
+    spec = TransportSpec(host.name, host.ssh, host.identity_file, host.known_hosts)
+    return open_by_kind(host.transport, spec)

@@ -22,7 +22,7 @@ import pytest
 from kvwatch.collectors.backoff import Backoff
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
-from kvwatch.collectors.ssh import SshOptions, SshTransport
+from kvwatch.collectors.ssh.transport import SshOptions, SshTransport
 from kvwatch.collectors.tail_state import TailState
 from tests.collectors.harness import append, numbered
 from tests.collectors.sinks import SqliteSink
@@ -259,7 +259,7 @@ def test_a_hung_host_does_not_slow_the_others(sshd: Sshd, tmp_path: Path, sink: 
     silent.listen(8)
     port = silent.getsockname()[1]
     try:
-        from kvwatch.collectors.ssh_target import SshTarget
+        from kvwatch.collectors.ssh.target import SshTarget
 
         dead = SshTarget("127.0.0.1", port, "root", known_hosts=sshd.known_hosts_path)
         running.append(HostFollower("dead", lambda: SshTransport(dead, SshOptions(connect_timeout=30)).connect(),

@@ -8,7 +8,7 @@ import time
 
 from kvwatch.collectors.backoff import Backoff
 from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
-from kvwatch.collectors.ssh import SshOptions, SshTransport
+from kvwatch.collectors.ssh.transport import SshOptions, SshTransport
 from tests.collectors.sinks import SqliteSink
 from tests.collectors.test_host import Writer, wait_for
 from tests.fixtures.netns import NetnsHost, netns_host

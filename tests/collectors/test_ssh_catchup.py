@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kvwatch.collectors.ssh import SshOptions, SshTransport
-from kvwatch.collectors.ssh_catchup import PROBE, Compression
+from kvwatch.collectors.ssh.catchup import PROBE, Compression
+from kvwatch.collectors.ssh.transport import SshOptions, SshTransport
 from kvwatch.collectors.tail import Tail
 from tests.collectors.harness import Sink, append, assert_exactly_once, numbered
 from tests.fixtures.sshd import Sshd, start_sshd, stop_process

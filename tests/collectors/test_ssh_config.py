@@ -9,8 +9,8 @@ import pytest
 
 from kvwatch.app.commands.init import ssh_hosts
 from kvwatch.collectors.base import CollectorError
-from kvwatch.collectors.ssh_config import host_patterns, without_match_exec
-from kvwatch.collectors.ssh_target import SshTarget, split_spec
+from kvwatch.collectors.ssh.config_file import host_patterns, without_match_exec
+from kvwatch.collectors.ssh.target import SshTarget, split_spec
 
 
 def config_with_match_exec(tmp_path: Path) -> tuple[Path, Path]:

@@ -8,8 +8,8 @@ import pytest
 
 from kvwatch.collectors.base import AuthFailed, HostKeyRejected, SourceMissing
 from kvwatch.collectors.local import LocalTransport
-from kvwatch.collectors.ssh import SshTransport
-from kvwatch.collectors.ssh_target import SshTarget, split_spec
+from kvwatch.collectors.ssh.target import SshTarget, split_spec
+from kvwatch.collectors.ssh.transport import SshTransport
 from tests.fixtures.sshd import Sshd, keygen
 
 pytestmark = pytest.mark.sshd

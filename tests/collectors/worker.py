@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
-from kvwatch.collectors.ssh import SshTransport
-from kvwatch.collectors.ssh_target import SshTarget
+from kvwatch.collectors.ssh.target import SshTarget
+from kvwatch.collectors.ssh.transport import SshTransport
 from tests.collectors.sinks import SqliteSink
 
 

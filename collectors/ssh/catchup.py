@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from kvwatch.collectors.base import CommandResult, FileStat
-from kvwatch.collectors.ssh_cursor import ByteStream, ReadCursor
-from kvwatch.collectors.ssh_errors import map_ssh_errors
-from kvwatch.collectors.ssh_exec import ExecStream
-from kvwatch.collectors.ssh_gzip import HAS_GZIP, CompressionFailed, GzipStream, gzip_argv, plain_argv
+from kvwatch.collectors.ssh.cursor import ByteStream, ReadCursor
+from kvwatch.collectors.ssh.errors import map_ssh_errors
+from kvwatch.collectors.ssh.exec_channel import ExecStream
+from kvwatch.collectors.ssh.gzip_stream import HAS_GZIP, CompressionFailed, GzipStream, gzip_argv, plain_argv
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 SGLang logs shrink ~6x under `gzip -1`, which runs at ~120 MB/s on one remote core. Where the link
 (or the SSH cipher on a slow client) is the limit, that is up to 6x more file bytes per second; where
-CPU is the limit (loopback, a busy box) it is slower than the plain stream. `ssh_catchup.py` decides
+CPU is the limit (loopback, a busy box) it is slower than the plain stream. `catchup.py` decides
 by measurement; this module only makes the compressed stream exact:
 
 - the inflated bytes are the file's bytes, byte for byte: gzip's trailer (CRC-32 and length) is
@@ -21,7 +21,7 @@ from __future__ import annotations
 import zlib
 
 from kvwatch.collectors.base import StreamClosed
-from kvwatch.collectors.ssh_exec import ExecStream
+from kvwatch.collectors.ssh.exec_channel import ExecStream
 
 # $1 = "+N" (1-based start), $2 = the path: never spliced into the script text
 GZIP_SCRIPT = 'tail -c "$1" -- "$2" | gzip -1'

@@ -6,8 +6,8 @@
   paramiko's own keepalive never waits for a reply and cannot notice a dead peer.
 - Data: small reads through one SFTP client (exact offsets, binary-safe); large reads through one
   streaming exec `tail -c +N`, plain or piped through `gzip -1` as measured fastest
-  (collectors/ssh_catchup.py; SFTP's 32 KiB round trips manage ~8 MB/s, exec ~200 MB/s).
-- Inode: SFTP has none, so `stat` goes through a long-lived shell (collectors/ssh_stat.py).
+  (collectors/ssh/catchup.py; SFTP's 32 KiB round trips manage ~8 MB/s, exec ~200 MB/s).
+- Inode: SFTP has none, so `stat` goes through a long-lived shell (collectors/ssh/stat_batch.py).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 import paramiko
 
 from kvwatch.collectors.base import CollectorError, CommandResult, FileStat, StreamClosed
-from kvwatch.collectors.ssh_catchup import Catchup, Compression
-from kvwatch.collectors.ssh_errors import map_ssh_errors
-from kvwatch.collectors.ssh_exec import ExecStream, open_exec, quote_argv, run_channel
-from kvwatch.collectors.ssh_stat import StatShell
-from kvwatch.collectors.ssh_target import SshTarget
+from kvwatch.collectors.ssh.catchup import Catchup, Compression
+from kvwatch.collectors.ssh.errors import map_ssh_errors
+from kvwatch.collectors.ssh.exec_channel import ExecStream, open_exec, quote_argv, run_channel
+from kvwatch.collectors.ssh.stat_batch import StatShell
+from kvwatch.collectors.ssh.target import SshTarget
 
 SFTP_READ_MAX = 256 * 1024
 
@@ -225,7 +225,7 @@ class SshTransport:
         """A long-running command. `pty=True` for commands that may stay silent for hours (tail -F):
         closing the channel then hangs up the pty, so the remote process ends with us instead of
         lingering until its next write; output gets CRLF line ends (harmless for wake-ups/CSV).
-        `bulk=True` for catch-up streams: a larger window and SSH packets (collectors/ssh_exec.py)."""
+        `bulk=True` for catch-up streams: a larger window and SSH packets (collectors/ssh/exec_channel.py)."""
         with map_ssh_errors(f"{self.name}: {argv[0] if argv else '?'}"):
             chan = open_exec(self._paramiko(), quote_argv(argv), self.opts.io_timeout, pty=pty, bulk=bulk)
         return ExecStream(chan, f"{self.name}: {argv[0]}")

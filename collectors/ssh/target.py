@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import paramiko
 
 from kvwatch.collectors.base import CollectorError
-from kvwatch.collectors.ssh_config import read_ssh_config
+from kvwatch.collectors.ssh.config_file import read_ssh_config
 
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 MAX_JUMPS = 8

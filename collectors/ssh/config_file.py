@@ -4,7 +4,7 @@ paramiko's `SSHConfig.lookup` runs the command of a `Match exec "..."` block (th
 decide whether the block applies. kvwatch never runs commands from a config file it only reads for
 host names, ports, users and keys: such a block is read as one that matches no host, and said so in
 the log. `ProxyCommand` would also run a command; the SSH transport refuses it by name
-(ssh_target.py) instead of ignoring it.
+(target.py) instead of ignoring it.
 """
 
 from __future__ import annotations
@@ -12,13 +12,26 @@ from __future__ import annotations
 import logging
 import re
 import shlex
+from typing import NamedTuple
 
 import paramiko
+
+from kvwatch.collectors.base import CollectorError
 
 log = logging.getLogger(__name__)
 # `Match` followed anywhere on its line by the `exec` criterion (`exec "cmd"` or `exec=cmd`).
 MATCH_EXEC = re.compile(r"^(\s*)match\b(?=.*(?:^|\s)!?exec(?:\s|=))", re.IGNORECASE)
 NEVER_MATCHES = "Host kvwatch-never-matches.invalid"
+WILDCARDS = frozenset("*?!")
+
+
+class ConfigHost(NamedTuple):
+    """A concrete `Host` alias and what ssh would connect to for it."""
+
+    alias: str
+    hostname: str
+    user: str | None
+    port: str
 
 
 def without_match_exec(text: str) -> tuple[str, int]:
@@ -57,3 +70,24 @@ def host_patterns(text: str) -> list[str]:
             words = rest.split()
         patterns += [w for w in words if w not in patterns]
     return patterns
+
+
+def concrete_hosts(path: str) -> list[ConfigHost]:
+    """Concrete Host aliases (no wildcard patterns), sorted, with `Match` blocks applied as ssh
+    would, except `Match exec`, which never runs. CollectorError names the file and the alias."""
+    try:
+        config = read_ssh_config(path)
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            aliases = host_patterns(handle.read())
+    except (OSError, paramiko.SSHException, ValueError) as exc:
+        raise CollectorError(f"{path}: cannot read ssh config: {exc}") from None
+    hosts = []
+    for alias in aliases:
+        if WILDCARDS & set(alias) or alias.startswith("!"):
+            continue
+        try:
+            entry = config.lookup(alias)
+        except (paramiko.SSHException, ValueError, ImportError, KeyError) as exc:  # a block paramiko cannot decide
+            raise CollectorError(f"{path}: cannot resolve Host {alias!r}: {exc}") from None
+        hosts.append(ConfigHost(alias, entry.get("hostname", alias), entry.get("user"), entry.get("port", "22")))
+    return sorted(hosts, key=lambda h: h.alias)
