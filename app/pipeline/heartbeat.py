@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from kvwatch.app.errors import ConfigError
+from kvwatch.app.periodic import Periodic
 from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.store.base import Store
 
@@ -84,16 +84,15 @@ class Heartbeat:
         self.collectors = collectors
         self.interval = interval
         self.owner = this_owner()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+        # a store hiccup must not end the heartbeat; the next beat retries
+        self._loop = Periodic("heartbeat", self.beat, interval, first_after=None, failure="cannot write host health")
 
     def start(self) -> None:
         self.beat()
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(self.interval + 5)
+        self._loop.stop()
         self.beat(final=True)
 
     def beat(self, final: bool = False) -> None:
@@ -103,10 +102,3 @@ class Heartbeat:
             if final:
                 health["state"] = "stopped"
             self.store.put_document(HEALTH_KIND, name, name, now, {**health, "owner": self.owner})
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.beat()
-            except Exception:  # a store hiccup must not end the heartbeat; the next beat retries
-                log.exception("heartbeat: cannot write host health")

@@ -11,10 +11,10 @@ the page on its next history load, not live.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from typing import Any
 
+from kvwatch.app.periodic import Periodic
 from kvwatch.app.pipeline.heartbeat import stored_health
 from kvwatch.app.services import Services
 
@@ -33,24 +33,14 @@ class StoreRelay:
         self._last_state: dict[str, Any] = {}
         self._metrics: dict[str, list[str]] = {}
         self._metrics_at = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="store-relay", daemon=True)
+        # the store may be briefly unreachable; the next poll catches up
+        self._loop = Periodic("store-relay", self.poll, interval, failure="cannot read the shared store")
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(self.interval + 5)
-
-    def _run(self) -> None:
-        while True:
-            try:
-                self.poll()
-            except Exception:  # the store may be briefly unreachable; the next poll catches up
-                log.exception("relay: cannot read the shared store")
-            if self._stop.wait(self.interval):
-                return
+        self._loop.stop()
 
     def poll(self) -> None:
         """One round: new samples, run events and health changes of every configured host."""

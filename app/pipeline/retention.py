@@ -16,10 +16,10 @@ so a collector's commit never waits behind more than one batch.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
 
+from kvwatch.app.periodic import Periodic
 from kvwatch.app.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -44,8 +44,10 @@ class Retention:
         self.every_s, self.first_after_s = every_s, first_after_s
         self.passes = 0
         self.pruned = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop: Periodic | None = None
+
+    def _stopping(self) -> bool:
+        return self._loop is not None and self._loop.stopping
 
     def prune_once(self) -> int:
         """One pass over every series of the hosts; the number of raw samples deleted."""
@@ -53,7 +55,7 @@ class Retention:
         for host in tuple(self.hosts()):
             for metric, rank in self.store.catalog(host):
                 deleted += self._prune_series(host, metric, rank)
-                if self._stop.is_set():
+                if self._stopping():
                     return deleted
         self.passes += 1
         return deleted
@@ -64,7 +66,7 @@ class Retention:
             return 0
         before = min(last[0], self.clock()) - self.keep_s
         deleted = 0
-        while not self._stop.is_set():
+        while not self._stopping():
             count = self.store.prune_series(host, metric, rank, before, self.batch)
             deleted += count
             self.pruned += count
@@ -74,25 +76,19 @@ class Retention:
         return deleted
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="kvwatch-retention", daemon=True)
-        self._thread.start()
+        every = EVERY_S if self.every_s is None else self.every_s
+        first = FIRST_AFTER_S if self.first_after_s is None else self.first_after_s
+        self._loop = Periodic("kvwatch-retention", self._pass, every, first_after=first,
+                              failure="pruning failed, next try at the next pass")
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        if self._loop is not None:
+            self._loop.stop(timeout=10)
 
-    def _loop(self) -> None:
-        every = EVERY_S if self.every_s is None else self.every_s
-        wait = FIRST_AFTER_S if self.first_after_s is None else self.first_after_s
-        while not self._stop.wait(wait):
-            wait = every
-            started = time.monotonic()
-            try:
-                deleted = self.prune_once()
-            except Exception as exc:  # a thread's boundary: log it, try again next pass
-                log.warning("retention: pruning failed, next try in %.0f s: %s", every, exc)
-                continue
-            if deleted:
-                log.info("retention: pruned %d raw samples older than %.4g days in %.1f s",
-                         deleted, self.keep_s / DAY_S, time.monotonic() - started)
+    def _pass(self) -> None:
+        started = time.monotonic()
+        deleted = self.prune_once()
+        if deleted:
+            log.info("retention: pruned %d raw samples older than %.4g days in %.1f s",
+                     deleted, self.keep_s / DAY_S, time.monotonic() - started)
