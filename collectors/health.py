@@ -43,6 +43,15 @@ class SourceHealth:
     # the zone offset used for this source's naive stamps and how it was found (app/pipeline/stamps.py)
     clock: dict[str, Any] | None = None
     error: str | None = None  # why this file cannot be read now (permission, a directory, a loop)
+    missing: bool = False  # a configured log's path is not there now (deleted, moved away, not created yet)
+    missing_since: float | None = None
+
+    def set_missing(self, missing: bool) -> bool:
+        """Record whether the path is there; True when that changed."""
+        if missing == self.missing:
+            return False
+        self.missing, self.missing_since = missing, (time.time() if missing else None)
+        return True
 
     def saw(self, lines: int, nbytes: int, records: int, unparsed: int) -> None:
         self.lines += lines

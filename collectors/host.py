@@ -77,6 +77,7 @@ class HostFollower:
         self.health = HostHealth()
         self.on_health = on_health or (lambda health: None)
         self.tails: dict[tuple[str, str], Tail] = {}
+        self._fixed: set[tuple[str, str]] = set()  # configured paths (no glob): shown missing while they are
         self.clock: HostClock | None = None  # the host's zone and skew, read on every connect
         self._delivered: dict[tuple[str, str], TailState | None] = {}
         self._unreadable = Quarantine(self.options.glob_interval)
@@ -193,6 +194,7 @@ class HostFollower:
         """Add tails for paths not followed yet (new output folders) and drop those no glob matches any
         more (their offsets stay stored); True if the set changed."""
         expanded = [(spec, transport.glob(spec.pattern) if spec.expands else [spec.pattern]) for spec in self.sources]
+        self._fixed = {(spec.kind, spec.pattern) for spec in self.sources if not spec.expands}
         matched = {(spec.kind, path) for spec, paths in expanded for path in paths}
         gone = [key for key in self.tails if key not in matched]
         for key in gone:
@@ -236,6 +238,8 @@ class HostFollower:
             return False
         if self._unreadable.recovered(key):
             self.health.source(key[0], key[1]).error = None
+        if key in self._fixed and self.health.source(key[0], key[1]).set_missing(tail.missing):
+            log.warning("%s: %s %s", self.name, key[1], "is missing" if tail.missing else "is back")
         if not lines and tail.state == self._delivered.get(key):
             self.sink.idle(self.name, key[0], key[1])
             return False

@@ -80,6 +80,7 @@ class Tail:
         self.max_line = max_line
         self.stats = TailStats()
         self.behind = False  # more bytes were available than one poll reads
+        self.missing = False  # the path was not there at the last poll (deleted, moved, not yet created)
         self.state: TailState | None = state if state is not None and state.generation > 0 else None
         self._restore(self.state)
 
@@ -156,6 +157,7 @@ class Tail:
     def _poll(self, known: FileStat | Unknown | None) -> list[Line]:
         self._early: list[Line] = []
         st = self._stat(self.path) if isinstance(known, Unknown) else known
+        self.missing = st is None
         if self._cur is None:
             if st is None:
                 return []

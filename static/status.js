@@ -61,10 +61,22 @@ export function renderSources(container, host, fetchedAt) {
       card.append(line);
       card.append(el("p", { class: source.unparsed ? "warn" : "muted" },
         `${source.lines} lines · ${source.records} records · ${source.unparsed} unparsed`));
+      if (source.missing) card.append(el("p", { class: "warn", "data-testid": "source-missing" }, "file missing"));
     }
+    if (title === "server log") card.append(...stampOutliers(host.stamps));
     container.append(card);
   }
   tickFreshness(container);
+}
+
+// Lines whose stamps were quarantined (ahead of the host's clock, or far behind): app/pipeline/watermark.py.
+function stampOutliers(stamps) {
+  const count = stamps ? (stamps.future || 0) + (stamps.past || 0) : 0;
+  if (!count) return [];
+  const last = stamps.last || {};
+  return [el("p", { class: "warn", "data-testid": "stamp-outliers",
+                    title: `last: ${last.path || last.source} line ${last.line}, stamped ${last.t} (${last.reason})` },
+             `${count} lines stamped out of range, not stored`)];
 }
 
 export function tickFreshness(container) {

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from kvwatch.app.pipeline.bounds import HostBounds
 from kvwatch.app.pipeline.rows import RankAggregator, record_rows
 from kvwatch.app.pipeline.stamps import SourceClock
+from kvwatch.app.pipeline.watermark import StampGuard
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.tail_state import TailState
@@ -29,6 +30,7 @@ class BatchBuilder:
         self.host = host
         self.aggregator = RankAggregator()
         self.bounds = bounds or HostBounds()
+        self.stamps = StampGuard()
 
     def from_lines(self, source: str, path: str, parser: LineParser | None, lines: list[Line],
                    state: TailState | None, clock: SourceClock | None = None) -> tuple[Batch, int, int]:
@@ -63,6 +65,9 @@ class BatchBuilder:
                     clock: SourceClock | None = None) -> None:
         for record in records:
             samples, events = record_rows(self.bounds.record(record), now, clock)
+            read_at = now if now is not None else time.time()
+            samples, events = self.stamps.filter(batch.source, batch.path, int(record.get("line", 0) or 0),
+                                                 samples, events, read_at)
             if prefix:
                 samples = [s._replace(metric=prefix + s.metric) for s in samples]
             self.add_samples(batch, samples)

@@ -58,8 +58,10 @@ class HostCollector:
         return self.follower.health
 
     def health_dict(self) -> dict[str, Any]:
-        """Health as /api/hosts and the heartbeat show it, with what the pipeline's bounds dropped."""
-        return {**self.health.as_dict(), "dropped": self.sink.builder.bounds.as_dict()}
+        """Health as /api/hosts and the heartbeat show it, with what the pipeline's bounds dropped and
+        the stamps it quarantined (app/pipeline/watermark.py)."""
+        builder = self.sink.builder
+        return {**self.health.as_dict(), "dropped": builder.bounds.as_dict(), "stamps": builder.stamps.as_dict()}
 
     @property
     def interval(self) -> float:

@@ -1,7 +1,9 @@
 """The Store written once in SQL both SQLite and PostgreSQL accept; subclasses bring the connection.
 
-Statements use `?` placeholders; a dialect's `_run` adapts them. One lock serialises the one
-connection, so the collector threads and the API share a store safely.
+Statements use `?` placeholders; a dialect's `_run` adapts them. Writes go through `_transaction` on
+the writer connection, serialised by one lock; reads go through `_read`, which a dialect serves from
+connections of their own (SQLite: one per reading thread on the write-ahead log; PostgreSQL: a pool),
+so an API read never waits behind a collector's commit.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ class SqlStore:
 
     def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         raise NotImplementedError
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        """A query outside any write transaction; by default on the writer connection, under its lock."""
+        with self._lock:
+            return self._run(sql, params)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -146,8 +153,7 @@ class SqlStore:
     def prune(self, before: float, batch: int = 0) -> int:
         """Drop every series' raw samples older than `before`; their rollups stay, so old windows still
         draw. `batch` > 0 deletes at most about that many rows a transaction (see `prune_series`)."""
-        with self._lock:
-            keys = self._run("SELECT host, metric, rank FROM series_catalog")
+        keys = self._read("SELECT host, metric, rank FROM series_catalog")
         total = 0
         for host, metric, rank in keys:
             while True:
@@ -174,20 +180,18 @@ class SqlStore:
 
     # -- reading ----------------------------------------------------------------------------
     def load_state(self, host: str, source: str, path: str) -> dict[str, Any] | None:
-        with self._lock:
-            rows = self._run(
-                "SELECT state FROM tail_state WHERE host = ? AND source = ? AND path = ?",
-                (host, source, path),
-            )
+        rows = self._read(
+            "SELECT state FROM tail_state WHERE host = ? AND source = ? AND path = ?",
+            (host, source, path),
+        )
         return None if not rows else dict(json.loads(rows[0][0]))
 
     def series(
         self, host: str, metric: str, rank: str = "", since: float | None = None, until: float | None = None
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         where, params = _window("t", [host, metric, rank], since, until)
-        with self._lock:
-            rows = self._run(f"SELECT t, v FROM samples WHERE host = ? AND metric = ? AND rank = ?{where}"
-                             " ORDER BY t", params)
+        rows = self._read(f"SELECT t, v FROM samples WHERE host = ? AND metric = ? AND rank = ?{where}"
+                         " ORDER BY t", params)
         if not rows:
             return EMPTY
         table = np.asarray(rows, dtype=np.float64)
@@ -200,12 +204,11 @@ class SqlStore:
         # A bucket straddling `since` is kept whole: the edge is at most one bucket wide.
         lower = None if since is None else since - width
         where, params = _window("bucket", [host, metric, rank, width], lower, until)
-        with self._lock:
-            rows = self._run(
-                "SELECT tmin, vmin, tmax, vmax FROM samples_rollup"
-                f" WHERE host = ? AND metric = ? AND rank = ? AND width = ?{where} ORDER BY bucket",
-                params,
-            )
+        rows = self._read(
+            "SELECT tmin, vmin, tmax, vmax FROM samples_rollup"
+            f" WHERE host = ? AND metric = ? AND rank = ? AND width = ?{where} ORDER BY bucket",
+            params,
+        )
         t, v = rollup_points(rows)
         keep = np.ones(len(t), dtype=bool)
         if since is not None:
@@ -227,60 +230,53 @@ class SqlStore:
         if until is not None:
             where += " AND bucket < ?"
             params.append(until)
-        with self._lock:
-            rows = self._run(
-                "SELECT bucket, n, vsum, vmin, vmax FROM samples_rollup"
-                f" WHERE host = ? AND metric = ? AND rank = ? AND width = ?{where} ORDER BY bucket",
-                params,
-            )
+        rows = self._read(
+            "SELECT bucket, n, vsum, vmin, vmax FROM samples_rollup"
+            f" WHERE host = ? AND metric = ? AND rank = ? AND width = ?{where} ORDER BY bucket",
+            params,
+        )
         return np.asarray(rows, dtype=np.float64).reshape(-1, 5)
 
     def raw_start(self, host: str, metric: str, rank: str = "") -> float | None:
-        with self._lock:
-            rows = self._run(
-                "SELECT t FROM samples WHERE host = ? AND metric = ? AND rank = ? ORDER BY t LIMIT 1",
-                (host, metric, rank),
-            )
+        rows = self._read(
+            "SELECT t FROM samples WHERE host = ? AND metric = ? AND rank = ? ORDER BY t LIMIT 1",
+            (host, metric, rank),
+        )
         return float(rows[0][0]) if rows else None
 
     def extent(self, host: str, metric: str, rank: str = "") -> tuple[float, float] | None:
         key = (host, metric, rank)
-        with self._lock:
-            first = self.raw_start(*key)
-            last = self.latest(*key)
-            if first is None or last is None:
-                return None
-            # Raw samples may have been pruned: the finest rollup remembers further back. A bucket keeps
-            # the times of its min and max, not of its first sample: the start is exact to within 10 s.
-            older = self._run(
-                "SELECT tmin, tmax FROM samples_rollup WHERE host = ? AND metric = ? AND rank = ?"
-                " AND width = ? ORDER BY bucket LIMIT 1", (*key, FINEST))
+        first = self.raw_start(*key)
+        last = self.latest(*key)
+        if first is None or last is None:
+            return None
+        # Raw samples may have been pruned: the finest rollup remembers further back. A bucket keeps
+        # the times of its min and max, not of its first sample: the start is exact to within 10 s.
+        older = self._read(
+            "SELECT tmin, tmax FROM samples_rollup WHERE host = ? AND metric = ? AND rank = ?"
+            " AND width = ? ORDER BY bucket LIMIT 1", (*key, FINEST))
         if older:
             first = min(first, float(older[0][0]), float(older[0][1]))
         return first, last[0]
 
     def latest(self, host: str, metric: str, rank: str = "") -> tuple[float, float] | None:
-        with self._lock:
-            rows = self._run(
-                "SELECT t, v FROM samples WHERE host = ? AND metric = ? AND rank = ? ORDER BY t DESC LIMIT 1",
-                (host, metric, rank),
-            )
+        rows = self._read(
+            "SELECT t, v FROM samples WHERE host = ? AND metric = ? AND rank = ? ORDER BY t DESC LIMIT 1",
+            (host, metric, rank),
+        )
         return None if not rows else (float(rows[0][0]), float(rows[0][1]))
 
     def ranks(self, host: str, metric: str) -> list[str]:
-        with self._lock:
-            rows = self._run("SELECT rank FROM series_catalog WHERE host = ? AND metric = ?", (host, metric))
+        rows = self._read("SELECT rank FROM series_catalog WHERE host = ? AND metric = ?", (host, metric))
         return sorted(str(r[0]) for r in rows)
 
     def catalog(self, host: str) -> list[tuple[str, str]]:
         """The host's series as (metric, rank) pairs."""
-        with self._lock:
-            rows = self._run("SELECT metric, rank FROM series_catalog WHERE host = ?", (host,))
+        rows = self._read("SELECT metric, rank FROM series_catalog WHERE host = ?", (host,))
         return sorted((str(m), str(r)) for m, r in rows)
 
     def metrics(self, host: str) -> list[str]:
-        with self._lock:
-            rows = self._run("SELECT DISTINCT metric FROM series_catalog WHERE host = ?", (host,))
+        rows = self._read("SELECT DISTINCT metric FROM series_catalog WHERE host = ?", (host,))
         return sorted(str(r[0]) for r in rows)
 
     def events(
@@ -298,8 +294,7 @@ class SqlStore:
         if since is not None:
             sql += " AND t > ?"
             params.append(since)
-        with self._lock:
-            rows = self._run(sql + " ORDER BY t DESC, id DESC LIMIT ?", [*params, limit])
+        rows = self._read(sql + " ORDER BY t DESC, id DESC LIMIT ?", [*params, limit])
         return [
             {"host": h, "source": s, "kind": k, "t": t, "line": line, **json.loads(d)}
             for h, s, k, t, line, d in reversed(rows)
@@ -311,8 +306,7 @@ class SqlStore:
         if host is not None:
             sql += " AND host = ?"
             params.append(host)
-        with self._lock:
-            rows = self._run(sql + " ORDER BY t, key", params)
+        rows = self._read(sql + " ORDER BY t, key", params)
         return [{"key": k, "host": h, "t": t, "data": json.loads(d)} for k, h, t, d in rows]
 
 
