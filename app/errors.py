@@ -11,3 +11,7 @@ class KvwatchError(Exception):
 
 class ConfigError(KvwatchError):
     """kvwatch.toml is missing, unreadable, or has a bad field."""
+
+
+class StoreUnavailable(KvwatchError):
+    """The store cannot be reached now (a PostgreSQL restart); the API answers 503 until it is back."""

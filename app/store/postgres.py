@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from kvwatch.app.errors import KvwatchError
+from kvwatch.app.errors import KvwatchError, StoreUnavailable
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.app.store.sql import Rows, SqlStore
 
@@ -93,7 +93,10 @@ class PostgresStore(SqlStore):
             return cur.fetchall() if cur.description else []
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        return self._run(sql, params)  # a pooled connection of its own, not the writer's lock
+        try:
+            return self._run(sql, params)  # a pooled connection of its own, not the writer's lock
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise StoreUnavailable(f"server.database: PostgreSQL unreachable: {_first_line(exc)}") from None
 
     def _rows_changed(self, sql: str, params: Sequence[Any]) -> int:
         with self._cursor() as cur:

@@ -49,8 +49,11 @@ class StatShell:
             self._seq += 1
             tag = str(self._seq)
             quoted = " ".join(shlex.quote(p) for p in paths)
-            loop = (f'for p in {quoted}; do LC_ALL=C stat -L -c "%i %s" -- "$p" 2>/dev/null '
-                    f'|| {{ [ -e "$p" ] && echo "! !" || echo "- -"; }}; done | tr "\\n" " "')
+            # A failed stat of a path that exists is asked again: a file created between the two
+            # (a log being recreated) is a stat, not a failure; "! !" only if it fails twice.
+            st = 'LC_ALL=C stat -L -c "%i %s" -- "$p" 2>/dev/null'
+            loop = (f'for p in {quoted}; do {st} || {{ [ -e "$p" ] && {{ {st} || echo "! !"; }} || echo "- -"; }};'
+                    ' done | tr "\\n" " "')
             self._send(f'echo "{tag} $({loop})"\n')
             fields = self._answer(tag).split()
         if len(fields) != 2 * len(paths):
