@@ -51,9 +51,7 @@ class StoreForecast:
         self.store, self.host = store, host
 
     def predict(self, from_flags: dict[str, FlagValue], to_flags: dict[str, FlagValue]) -> dict[str, Any] | None:
-        running = current_run(self.store, self.host.name)
-        changes = changes_from(running.flags if running is not None else {}, dict(from_flags), dict(to_flags))
-        return predict_host(self.store, self.host, changes)
+        return predict_host(self.store, self.host, changes_from(dict(from_flags), dict(to_flags)))
 
     def keep(self, run_id: str, based_on: str | None, prediction: dict[str, Any]) -> None:
         keep_prediction(self.store, self.host.name, run_id, time.time(), based_on, prediction)

@@ -22,11 +22,11 @@ METRICS = ("max_total_num_tokens", "running_req", "gen_throughput")
 MIN_STEADY_SAMPLES = 5  # fewer steady samples than this are no measurement yet
 
 
-def changes_from(running: dict[str, Any], from_flags: dict[str, Any], to_flags: dict[str, Any]) -> dict[str, Any]:
-    """What a restart to `to_flags` changes about the run that runs now (its logged `running` flags);
-    a flag the controller's last flags had and the new ones drop goes back to its default (None)."""
-    changes = {name: value for name, value in to_flags.items() if running.get(name) != value}
-    changes.update({name: None for name in from_flags if name not in to_flags and name in running})
+def changes_from(from_flags: dict[str, Any], to_flags: dict[str, Any]) -> dict[str, Any]:
+    """What a restart from `from_flags` (the flags the controller knows run now) to `to_flags` changes, as
+    POST .../predict takes it (and as the page's diff sends it): new values, None for a dropped flag."""
+    changes = {name: value for name, value in to_flags.items() if from_flags.get(name) != value}
+    changes.update({name: None for name in from_flags if name not in to_flags})
     return changes
 
 
