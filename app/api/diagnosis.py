@@ -7,7 +7,8 @@
          {"max_total_num_tokens", "running_req", "gen_throughput", "queue_req", "risks", "basis", "run"}
          404 unknown host · 422 unknown flag or bad value (the flag schema's own validation) ·
          403 cross-site (same origin rule as restart) · 413/429 the app's body and rate limits
-Predict changes nothing; flags are checked against the bundled schema of the newest SGLang known.
+Predict changes nothing; flags are checked against the bundled schema of the newest SGLang known, or,
+on a host whose runs log vLLM's startup lines, against the few vLLM flags the model knows (vllm_flags.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from kvwatch.app.api.restart import require_same_origin
 from kvwatch.app.config import HostConfig
 from kvwatch.app.diagnosis import UnknownRun, diagnose_host, predict_host
 from kvwatch.app.diagnosis.accuracy import host_predictions
-from kvwatch.app.diagnosis.service import VetoCheck
+from kvwatch.app.diagnosis.service import VetoCheck, host_engine
+from kvwatch.app.diagnosis.vllm_flags import normalize_vllm
 from kvwatch.app.flags.schema import Schema, bundled_versions, load_bundled, normalize
 from kvwatch.app.services import Services
 
@@ -75,6 +77,11 @@ def post_predict(name: str, body: PredictBody, services: ServicesDep) -> dict[st
     """KV tokens, concurrency and throughput of the running config with `flags` changed; changes nothing."""
     host = _host(services, name)
     schema = _schema()
+    if host_engine(services.store, name) == "vllm":  # vLLM's own flag names and ranges
+        vllm_changes, problems = normalize_vllm(dict(body.flags))
+        if problems:
+            raise HTTPException(422, detail={"message": "invalid flags", "errors": problems})
+        return predict_host(services.store, host, vllm_changes)
     changes, errors = normalize(schema, dict(body.flags), strict=True)
     if errors:
         raise HTTPException(422, detail={"message": "invalid flags", "errors": [
