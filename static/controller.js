@@ -5,6 +5,7 @@ import {
   postRestartCheck,
 } from "./api.js";
 import { diffFlags, el, FlagEditor, fmt, renderDiff } from "./flageditor.js";
+import { renderPresets } from "./presets.js";
 import { changesOf, renderAccuracy, renderPrediction } from "./whatif.js";
 
 const TOKEN_KEY = "kvwatch-token";  // sessionStorage only: never the URL, never localStorage
@@ -15,16 +16,6 @@ const state = { host: null, view: null, editor: null, preset: null, polling: nul
                 assessing: Promise.resolve(), assessDone: null, assessTimer: null, problems: [], seq: 0, idle: null };
 const ASSESS_DELAY_MS = 300;
 const IDLE_REFRESH_MS = 10_000;
-
-const glob = (pattern) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`);
-
-function vetoOf(flags, vetoes) {
-  for (const veto of vetoes) {
-    const value = flags[veto.flag];
-    if (value !== undefined && glob(String(veto.value)).test(String(value))) return veto;
-  }
-  return null;
-}
 
 export async function showController(root, host) {
   state.host = host;
@@ -185,7 +176,14 @@ function render(root, view, options) {
   state.editor.set(current);
   $("ctl-search-slot").replaceWith(state.editor.searchBox());
   diff();
-  renderPresets(root, view, current, diff);
+  renderPresets(root.querySelector("#ctl-presets"), root.querySelector("#ctl-effect"), view, {
+    current: () => state.current,
+    pick: (preset) => {
+      state.preset = preset ? preset.name : null;
+      state.editor.set(preset ? { ...state.current, ...preset.flags } : state.current);
+      diff();
+    },
+  });
   const token = $("ctl-token");
   token.value = sessionStorage.getItem(TOKEN_KEY) || "";
   token.addEventListener("input", () => sessionStorage.setItem(TOKEN_KEY, token.value));
@@ -193,40 +191,6 @@ function render(root, view, options) {
   $("ctl-cancel").addEventListener("click", () => { $("ctl-confirm").hidden = true; });
   $("ctl-go").addEventListener("click", () => restart(root));
   showAccuracy(root);
-}
-
-// A preset is laid over the flags that run now: say which it sets and which it leaves as they are.
-function presetEffect(preset) {
-  const sets = Object.entries(preset.flags).map(([k, v]) => (v === true ? `--${k}` : `--${k} ${fmt(v)}`));
-  const kept = Object.keys(state.current).filter((k) => !(k in preset.flags)).map((k) => `--${k}`);
-  return `preset ${preset.name} applies on top of the flags that run now: it sets ${sets.join(", ") || "nothing"}` +
-    (kept.length ? `; it keeps ${kept.join(", ")} as they run now (remove a flag below to drop it)` : "") +
-    `. Its description: ${preset.description || "none"}`;
-}
-
-function renderPresets(root, view, current, diff) {
-  const box = root.querySelector("#ctl-presets");
-  const effect = root.querySelector("#ctl-effect");
-  const pick = (preset) => {
-    state.preset = preset ? preset.name : null;
-    state.editor.set(preset ? { ...state.current, ...preset.flags } : state.current);
-    effect.textContent = preset ? presetEffect(preset) : "";
-    diff();
-  };
-  const none = el("label", { class: "preset" }, el("input", { type: "radio", name: "preset", checked: true,
-                                                               "data-testid": "preset-none", onchange: () => pick(null) }),
-                  " keep the flags that run now");
-  box.replaceChildren(none);
-  for (const preset of view.presets) {
-    const veto = vetoOf({ ...currentFlags(view), ...preset.flags }, view.vetoes);
-    const radio = el("input", { type: "radio", name: "preset", disabled: Boolean(veto), value: preset.name,
-                                "data-testid": `preset-${preset.name}`, onchange: () => pick(preset) });
-    box.append(el("label", { class: veto ? "preset vetoed" : "preset", "data-preset": preset.name }, radio, " ",
-      el("strong", { text: preset.name }),
-      el("span", { class: "muted", text: ` ${preset.description || ""}` }),
-      veto ? el("span", { class: "veto", "data-testid": `veto-${preset.name}`,
-                          text: ` vetoed: --${veto.flag}=${veto.value}: ${veto.reason}` }) : null));
-  }
 }
 
 // The diff confirmed is against what the server runs now: the question shows at once, and its confirm

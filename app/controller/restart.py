@@ -32,6 +32,7 @@ from typing import Any
 
 from kvwatch.app.controller.bringup import BringUp, Interrupted
 from kvwatch.app.controller.errors import Busy, HostUnavailable, InvalidFlags, RestartRefused, StaleRun
+from kvwatch.app.controller.forecast import Forecasts
 from kvwatch.app.controller.operation import Operation, Target, new_run_id
 from kvwatch.app.controller.plan import Problem, StartWindow, plan_flags, plan_problems, shown
 from kvwatch.app.controller.policy import ControllerConfig
@@ -61,7 +62,8 @@ class HostController(BringUp):
                  current_run: Callable[[], Run | None] | None = None, forecast: Forecast | None = None) -> None:
         self.config = config
         self._current_run = current_run  # the run registry's view (GET /api/runs); wiring passes the store's
-        self._forecast = forecast  # the prediction kept with each new run (app/diagnosis through the wiring)
+        # the prediction kept with each new run (app/diagnosis through the wiring)
+        self._forecasts = Forecasts(config.host, forecast, self.current_run)
         self.settings = config.restart
         self.remote = RemoteHost(connect, self.settings.python, self.settings.state_dir, config.host)
         self.ledger, self.cache = Ledger(config.host, audit, runs, clock), cache
@@ -197,39 +199,13 @@ class HostController(BringUp):
             raise refusal from None
         self._window.add(at)
         op.log_path = self._log_path(op.op_id)
-        based_on = self._current_id()
-        op.prediction = self._predict(op)  # before the announce: it reads the run that runs now
+        based_on = self._forecasts.before_announce(op)  # while the run that runs now is still the current one
         op.run_id = self.ledger.announce(to_flags, op.log_path, op.op_id)
-        self._keep(op, based_on)
+        self._forecasts.after_announce(op, based_on)
         self.last = op
         self._thread = threading.Thread(target=self._run, args=(op,), name=f"restart-{self.name}", daemon=True)
         self._thread.start()
         return op
-
-    def _current_id(self) -> str | None:
-        try:
-            run = self.current_run()
-        except Exception:
-            log.exception("%s: cannot read the current run", self.name)
-            return None
-        return run.id if run is not None else None
-
-    def _predict(self, op: Operation) -> dict[str, Any] | None:
-        if self._forecast is None:
-            return None
-        try:
-            return self._forecast.predict(op.from_flags, op.to_flags)
-        except Exception:
-            log.exception("%s: the prediction for restart %s failed; restarting without one", self.name, op.op_id)
-            return None
-
-    def _keep(self, op: Operation, based_on: str | None) -> None:
-        if self._forecast is None or op.prediction is None:
-            return
-        try:
-            self._forecast.keep(op.run_id, based_on, op.prediction)
-        except Exception:
-            log.exception("%s: could not keep the prediction of run %s", self.name, op.run_id)
 
     def _recheck_locked(self, expected_run: str | None) -> None:
         """Once locked no other restart can announce a run, so this answer holds until this one does."""
