@@ -59,7 +59,7 @@ def wait_assessed(page: Any) -> None:
 def test_prediction_beside_the_diff_veto_marked_and_the_error_recorded(demo: str, page: Any) -> None:
     outside = block_outside_requests(page)
     page.set_viewport_size({"width": 1600, "height": 1100})
-    page.goto(demo)
+    page.goto(demo, timeout=90_000)  # a shared machine under load can be slow to serve the page
     page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
     page.wait_for_selector("[data-testid=preset-default]", timeout=30_000)
     # The demo's controller adopts its server once the story is over; the panel notices without a reload.
