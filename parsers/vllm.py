@@ -10,6 +10,10 @@ the `MFU: 6.6 TF/s/GPU 105.0 GB/s/GPU` part or line (`mfu_tflops_per_gpu`, `mfu_
 `per_position_acceptance_rate`, `avg_draft_acceptance_rate`, ...). `Deferred: N reqs` -> `deferred_req`
 (already counted in `Waiting`). vLLM stamps have no year: `ts` is `01-22T18:27:20` (to_epoch takes the
 year from its reference day). vLLM repeats its prefix on every line of a traceback.
+Startup: `GPU KV cache size: N tokens` and V0 `# GPU blocks: N, # CPU blocks: M` -> `capacity`
+(`max_total_num_tokens`; `gpu_blocks`, `cpu_blocks`); `Maximum concurrency for X tokens per request: Yx`
+-> `capacity` (`max_model_len`, `max_concurrency`); `Available KV cache memory: X GiB` (V1) and V0's
+`Memory profiling results: name=value ...` (sizes in GiB named `<name>_gib`) -> `kv_cache`.
 Health: a line in a known layout with nothing to chart is `ignored`; a stats line that gives no
 record, or a line in no known layout, is `unparsed`.
 """
@@ -44,8 +48,13 @@ _SPEC_MARKERS = ("SpecDecoding metrics: ", "Speculative metrics: ")
 _MFU = re.compile(r"([\d.]+) TF/s/GPU ([\d.]+) GB/s/GPU")
 _LIST_FIELDS = frozenset({"per_position_acceptance_rate"})
 _CAPACITY = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_BLOCKS = re.compile(r"# GPU blocks: (\d+), # CPU blocks: (\d+)")
+_BLOCKS = re.compile(r"# GPU blocks: (\d+)(?:, # CPU blocks: (\d+))?")
 _KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
+# `Maximum concurrency for 2,048 tokens per request: 997.08x`: the KV pool over max_model_len.
+_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+# V0 `Memory profiling results: total_gpu_memory=23.58GiB ... kv_cache_size=3.81GiB gpu_memory_utilization=0.90`
+_PROFILE = "Memory profiling results: "
+_PROFILE_ITEM = re.compile(r"(\w+)=([\d.]+)(GiB)?")
 _ARGS_MARKERS = ("non-default args: ", "args: ")
 
 
@@ -100,9 +109,17 @@ def _startup(line_no: int, header: Header, message: str) -> Record | None:
     if (match := _CAPACITY.search(message)) is not None:
         return {"kind": "capacity", **record, "max_total_num_tokens": int(match[1].replace(",", ""))}
     if (match := _BLOCKS.search(message)) is not None:
-        return {"kind": "capacity", **record, "gpu_blocks": int(match[1]), "cpu_blocks": int(match[2])}
+        blocks = {"gpu_blocks": int(match[1])} | ({"cpu_blocks": int(match[2])} if match[2] else {})
+        return {"kind": "capacity", **record, **blocks}
     if (match := _KV_MEMORY.search(message)) is not None:
         return {"kind": "kv_cache", **record, "available_kv_cache_memory": float(match[1])}
+    if (match := _CONCURRENCY.search(message)) is not None:
+        return {"kind": "capacity", **record, "max_model_len": int(match[1].replace(",", "")),
+                "max_concurrency": float(match[2])}
+    if message.startswith(_PROFILE):
+        items = {f"{k}_gib" if unit else k: float(v) for k, v, unit in _PROFILE_ITEM.findall(message[len(_PROFILE):])}
+        if items:
+            return {"kind": "kv_cache", **record, **items}
     for marker in _ARGS_MARKERS:
         if message.startswith(marker):
             args = parse_args_dump(message[len(marker) :])

@@ -115,3 +115,29 @@ export async function postRestart(host, { flags, expectedRun, token }) {
   try { answer = JSON.parse(text); } catch { answer = { detail: text }; }
   return { status: response.status, statusText: response.statusText, answer };
 }
+
+async function postJSON(path, body) {
+  const response = await fetch(path, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  let answer;
+  try { answer = JSON.parse(text); } catch { answer = { detail: text }; }
+  return { status: response.status, answer };
+}
+
+// What `flags` (changes on top of the running config; null drops one) would give: KV tokens,
+// running requests, gen tok/s and risks. Changes nothing, needs no token.
+export function postPredict(host, flags) {
+  return postJSON(hostPath(host, "predict"), { flags });
+}
+
+// A restart body's problems flag by flag (invalid, guarded, vetoed), before anything is confirmed.
+export function postRestartCheck(host, flags) {
+  return postJSON(hostPath(host, "restart/check"), { flags });
+}
+
+// Predictions kept with restarts, next to what each new run measured, and the relative errors.
+export function fetchPredictions(host) {
+  return optionalJSON(hostPath(host, "predictions"));
+}

@@ -1,22 +1,21 @@
 // The controller panel of one host: flags that run now, presets (vetoed ones disabled with the reason),
 // the editor, the diff, a token kept in sessionStorage only, a confirmation, then live progress.
-import { fetchController, fetchFlagOptions, fetchRestartStatus, fetchStatus, postRestart } from "./api.js";
+import {
+  fetchController, fetchFlagOptions, fetchPredictions, fetchRestartStatus, fetchStatus, postPredict, postRestart,
+  postRestartCheck,
+} from "./api.js";
 import { diffFlags, el, FlagEditor, fmt, renderDiff } from "./flageditor.js";
+import { renderPresets } from "./presets.js";
+import { changesOf, renderAccuracy, renderPrediction } from "./whatif.js";
 
 const TOKEN_KEY = "kvwatch-token";  // sessionStorage only: never the URL, never localStorage
 // `current`: the flags the server runs now (the diff's base); `basedOn`: the run they belong to, sent as
 // `expected_run` so a restart planned on a stale view is refused (409) instead of run.
-const state = { host: null, view: null, editor: null, preset: null, polling: null, current: {}, basedOn: null };
-
-const glob = (pattern) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`);
-
-function vetoOf(flags, vetoes) {
-  for (const veto of vetoes) {
-    const value = flags[veto.flag];
-    if (value !== undefined && glob(String(veto.value)).test(String(value))) return veto;
-  }
-  return null;
-}
+// `assessing`: the pending prediction + dry-run check of the editor's flags; `problems`: what that check found.
+const state = { host: null, view: null, editor: null, preset: null, polling: null, current: {}, basedOn: null,
+                assessing: Promise.resolve(), assessDone: null, assessTimer: null, problems: [], seq: 0, idle: null };
+const ASSESS_DELAY_MS = 300;
+const IDLE_REFRESH_MS = 10_000;
 
 export async function showController(root, host) {
   state.host = host;
@@ -36,14 +35,22 @@ export async function showController(root, host) {
   render(root, view, flags.options || []);
   state.basedOn = await currentRun(host, view);
   if (view.busy) follow(root);
+  // What runs on the host can change without a run event (a server adopted, one that died): look again.
+  clearInterval(state.idle);
+  state.idle = setInterval(() => {
+    if (!document.hidden && root.querySelector("#ctl-progress").dataset.done !== "false") refreshController(root, host);
+  }, IDLE_REFRESH_MS);
 }
 
 function currentFlags(view) {
   return (view.current && view.current.flags) || (view.launch && view.launch.flags) || {};
 }
 
-// The run the server runs now: the controller's record, else the host's newest run.
+// The run the server runs now, by the id the restart's `expected_run` is checked against: the run
+// registry's (`view.run`); else the controller's record, else the host's newest run. (An adopted
+// server's record says `adopted-<pid>`, which is no run id of the registry's: sending it was a 409.)
 async function currentRun(host, view) {
+  if (view.run && view.run.id) return view.run.id;
   if (view.current && view.current.run_id) return view.current.run_id;
   const status = await fetchStatus(host).catch(() => null);
   return status && status.run ? status.run.id : null;
@@ -69,6 +76,48 @@ async function takeCurrent(root, view) {
     Object.entries(state.current).map(([k, v]) => `--${k} ${fmt(v)}`).join("\n");
   if (untouched) state.editor.set(state.current);
   renderDiff(root.querySelector("#ctl-diff"), diffFlags(state.current, state.editor.flags));
+  if (JSON.stringify(before) !== JSON.stringify(state.current)) scheduleAssess(root);
+  showAccuracy(root);
+}
+
+// The prediction and the per-flag check of the editor's flags, a moment after the last edit; an older
+// answer arriving late is dropped (`seq`). Confirming waits for it (`state.assessing`).
+function scheduleAssess(root) {
+  clearTimeout(state.assessTimer);
+  root.querySelector("#ctl-prediction").dataset.state = "pending";
+  if (!state.assessDone) state.assessing = new Promise((resolve) => { state.assessDone = resolve; });
+  state.assessTimer = setTimeout(async () => {
+    if (!(await assess(root).catch(() => true))) return;  // a newer assessment is under way: it resolves
+    const done = state.assessDone;
+    state.assessDone = null;
+    if (done) done();
+  }, ASSESS_DELAY_MS);
+}
+
+async function assess(root) {
+  const seq = ++state.seq;
+  const host = state.host;
+  const changes = changesOf(diffFlags(state.current, state.editor.flags));
+  const [predicted, checked] = await Promise.all([
+    postPredict(host, changes).catch((error) => ({ status: 0, answer: { detail: error.message } })),
+    postRestartCheck(host, requestFlags(state.view)).catch(() => ({ status: 0, answer: {} })),
+  ]);
+  if (seq !== state.seq || host !== state.host) return false;
+  renderPrediction(root.querySelector("#ctl-prediction"), predicted.answer, predicted.status);
+  state.problems = checked.status === 200 ? checked.answer.problems || [] : [];
+  state.editor.mark(state.problems);
+  root.querySelector("#ctl-problems").textContent = state.problems.length
+    ? `not allowed: ${state.problems.map((p) => `--${p.flag} (${p.kind})`).join(", ")}; change or remove it to restart`
+    : "";
+  root.querySelector("#ctl-review").disabled = state.problems.length > 0;
+  if (state.problems.length) root.querySelector("#ctl-confirm").hidden = true;
+  return true;
+}
+
+async function showAccuracy(root) {
+  const host = state.host;
+  const answer = await fetchPredictions(host).catch(() => null);
+  if (host === state.host && answer) renderAccuracy(root.querySelector("#ctl-accuracy"), answer);
 }
 
 export async function refreshController(root, host) {
@@ -90,7 +139,7 @@ function render(root, view, options) {
       el("pre", { text: Object.entries(current).map(([k, v]) => `--${k} ${fmt(v)}`).join("\n") })),
     el("div", { class: "ctl-grid" },
       el("div", {},
-        el("h3", { text: "preset" }),
+        el("h3", { text: "preset (applied on top of the flags that run now)" }),
         el("div", { id: "ctl-presets", "data-testid": "ctl-presets", class: "presets" }),
         el("p", { id: "ctl-effect", "data-testid": "ctl-effect", class: "muted" })),
       el("div", {},
@@ -100,6 +149,9 @@ function render(root, view, options) {
       el("div", {},
         el("h3", { text: "what changes" }),
         el("div", { id: "ctl-diff", "data-testid": "ctl-diff" }),
+        el("h3", { text: "predicted for the next run" }),
+        el("div", { id: "ctl-prediction", "data-testid": "ctl-prediction", class: "ctl-prediction" }),
+        el("p", { id: "ctl-problems", "data-testid": "ctl-problems", class: "error" }),
         el("label", {}, "token ", el("input", { type: "password", id: "ctl-token", "data-testid": "ctl-token",
                                                autocomplete: "off" })),
         el("div", { class: "ctl-actions" },
@@ -112,44 +164,33 @@ function render(root, view, options) {
       el("p", {}, "restart: ", el("strong", { id: "ctl-state", "data-testid": "ctl-state" }),
         " ", el("span", { id: "ctl-outcome", "data-testid": "ctl-outcome" })),
       el("ol", { id: "ctl-steps", "data-testid": "ctl-steps" }),
-      el("pre", { id: "ctl-log", "data-testid": "ctl-log", class: "log-tail" })));
-  const diff = () => renderDiff($("ctl-diff"), diffFlags(state.current, state.editor.flags));
+      el("pre", { id: "ctl-log", "data-testid": "ctl-log", class: "log-tail" })),
+    el("details", { id: "ctl-accuracy-box", open: true },
+      el("summary", { text: "predictions vs what the runs measured" }),
+      el("div", { id: "ctl-accuracy", "data-testid": "ctl-accuracy" })));
+  const diff = () => {
+    renderDiff($("ctl-diff"), diffFlags(state.current, state.editor.flags));
+    scheduleAssess(root);
+  };
   state.editor = new FlagEditor($("ctl-editor"), options, diff);
   state.editor.set(current);
   $("ctl-search-slot").replaceWith(state.editor.searchBox());
   diff();
-  renderPresets(root, view, current, diff);
+  renderPresets(root.querySelector("#ctl-presets"), root.querySelector("#ctl-effect"), view, {
+    current: () => state.current,
+    pick: (preset) => {
+      state.preset = preset ? preset.name : null;
+      state.editor.set(preset ? { ...state.current, ...preset.flags } : state.current);
+      diff();
+    },
+  });
   const token = $("ctl-token");
   token.value = sessionStorage.getItem(TOKEN_KEY) || "";
   token.addEventListener("input", () => sessionStorage.setItem(TOKEN_KEY, token.value));
   $("ctl-review").addEventListener("click", () => review(root));
   $("ctl-cancel").addEventListener("click", () => { $("ctl-confirm").hidden = true; });
   $("ctl-go").addEventListener("click", () => restart(root));
-}
-
-function renderPresets(root, view, current, diff) {
-  const box = root.querySelector("#ctl-presets");
-  const effect = root.querySelector("#ctl-effect");
-  const pick = (preset) => {
-    state.preset = preset ? preset.name : null;
-    state.editor.set(preset ? { ...state.current, ...preset.flags } : state.current);
-    effect.textContent = preset ? `predicted effect: ${preset.description || "not described"}` : "";
-    diff();
-  };
-  const none = el("label", { class: "preset" }, el("input", { type: "radio", name: "preset", checked: true,
-                                                               "data-testid": "preset-none", onchange: () => pick(null) }),
-                  " keep the flags that run now");
-  box.replaceChildren(none);
-  for (const preset of view.presets) {
-    const veto = vetoOf({ ...currentFlags(view), ...preset.flags }, view.vetoes);
-    const radio = el("input", { type: "radio", name: "preset", disabled: Boolean(veto), value: preset.name,
-                                "data-testid": `preset-${preset.name}`, onchange: () => pick(preset) });
-    box.append(el("label", { class: veto ? "preset vetoed" : "preset", "data-preset": preset.name }, radio, " ",
-      el("strong", { text: preset.name }),
-      el("span", { class: "muted", text: ` ${preset.description || ""}` }),
-      veto ? el("span", { class: "veto", "data-testid": `veto-${preset.name}`,
-                          text: ` vetoed: --${veto.flag}=${veto.value}: ${veto.reason}` }) : null));
-  }
+  showAccuracy(root);
 }
 
 // The diff confirmed is against what the server runs now: the question shows at once, and its confirm
@@ -171,6 +212,11 @@ async function review(root) {
     const view = await fetchController(host);
     if (host !== state.host) return;
     if (view) await takeCurrent(root, view);
+    await state.assessing;
+    if (state.problems.length) {
+      root.querySelector("#ctl-confirm").hidden = true;
+      return;
+    }
     askConfirm(root);
   } catch (error) {
     root.querySelector("#ctl-error").textContent = `could not read the server's flags: ${error.message}`;
@@ -217,6 +263,7 @@ function follow(root) {
     if (!status.busy) {
       clearInterval(state.polling);
       root.querySelector("#ctl-progress").dataset.done = "true";
+      showAccuracy(root);
     }
   };
   root.querySelector("#ctl-progress").dataset.done = "false";

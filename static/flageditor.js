@@ -84,6 +84,21 @@ export class FlagEditor {
     this.onChange = onChange;
     this.flags = {};
     this.errors = {};
+    this.problems = {};  // flag -> {kind, message} from the dry-run check, marked without re-rendering
+  }
+
+  // Mark the rows a restart would refuse (vetoed, guarded, invalid) in place: typing keeps its focus.
+  mark(problems) {
+    this.problems = Object.fromEntries(problems.map((p) => [p.flag, p]));
+    for (const row of this.container.querySelectorAll("tr[data-flag]")) this.markRow(row, row.dataset.flag);
+  }
+
+  markRow(row, name) {
+    const problem = this.problems[name];
+    row.classList.toggle("flag-problem", Boolean(problem));
+    if (problem) row.dataset.problem = problem.kind; else delete row.dataset.problem;
+    const cell = row.querySelector("td.error");
+    if (cell && !this.errors[name]) cell.textContent = problem ? `${problem.kind}: ${problem.message}` : "";
   }
 
   set(flags) {
@@ -129,6 +144,7 @@ export class FlagEditor {
                                     text: "remove", onclick: () => this.remove(name) })),
         el("td", { class: "error", "data-testid": `flag-error-${testid(name)}`, text: error || "" }));
     });
+    for (const row of rows) this.markRow(row, row.dataset.flag);
     const extra = Object.entries(this.errors).filter(([flag]) => !(flag in this.flags))
       .map(([flag, message]) => el("tr", {}, el("td", { colspan: 4, class: "error", "data-testid": `flag-error-${testid(flag)}`,
                                                          text: `${flag}: ${message}` })));

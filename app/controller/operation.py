@@ -66,6 +66,7 @@ class Operation:
     log_tail: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_TAIL))
     offsets: dict[str, int] = field(default_factory=dict)
     ready: set[str] = field(default_factory=set)
+    prediction: dict[str, Any] | None = None  # what the new flags were predicted to give (app/diagnosis)
 
     def step(self, state: str, message: str) -> None:
         self.state = state
@@ -89,4 +90,4 @@ class Operation:
                 "from_flags": self.from_flags, "to_flags": self.to_flags, "run_id": self.run_id,
                 "state": self.state, "outcome": self.outcome, "detail": self.detail, "log_path": self.log_path,
                 "steps": [{"at": at, "message": message} for at, message in self.steps],
-                "log_tail": list(self.log_tail)}
+                "log_tail": list(self.log_tail), "prediction": self.prediction}

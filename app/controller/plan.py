@@ -7,12 +7,13 @@ InvalidFlags (422) or Vetoed (403); `StartWindow` is the restart-loop cap (429).
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 from kvwatch.app.controller.errors import InvalidFlags, RateLimited, Vetoed
 from kvwatch.app.controller.policy import ControllerConfig
 from kvwatch.app.flags.argv import Launch, merge
 from kvwatch.app.flags.exposure import is_guarded
-from kvwatch.app.flags.schema import FlagValue, Schema, ValidationError, normalize
+from kvwatch.app.flags.schema import FlagError, FlagValue, Schema, ValidationError, normalize
 
 
 def plan_flags(config: ControllerConfig, schema: Schema, launch: Launch, flags: dict[str, object] | None,
@@ -43,6 +44,47 @@ def _refuse_guarded(config: ControllerConfig, launch: Launch, changes: dict[str,
         names = ", ".join(f"--{flag}" for flag in refused)
         raise Vetoed(f"{names} on {config.host}: not a tuning flag (it loads code or changes what is served or "
                      f"exposed); allow it by name in hosts.restart.allow_flags")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Why one flag of a request would be refused, found before anything is confirmed."""
+
+    flag: str
+    kind: str  # "invalid" (type, choice, range, unsafe text) | "guarded" (not a tuning flag) | "vetoed"
+    message: str
+
+    def public(self) -> dict[str, str]:
+        return {"flag": self.flag, "kind": self.kind, "message": self.message}
+
+
+def plan_problems(config: ControllerConfig, schema: Schema, launch: Launch, flags: dict[str, object] | None,
+                  preset: str | None = None) -> list[Problem]:
+    """Every reason `plan_flags` would refuse this request, one per flag (a dry run: nothing is raised)."""
+    requested: dict[str, object] = {}
+    if preset is not None:
+        if preset not in config.presets:
+            return [Problem("preset", "invalid", f"unknown preset {preset!r} for {config.host}")]
+        requested.update(config.presets[preset].flags)
+    requested.update(flags or {})
+    changes, errors = normalize(schema, requested, strict=True)
+    found = [Problem(e.flag, "invalid", e.message) for e in errors]
+    found += [Problem(flag, "guarded", "not a tuning flag (it loads code or changes what is served or exposed); "
+                                       "allow it by name in hosts.restart.allow_flags")
+              for flag, value in sorted(changes.items())
+              if is_guarded(flag) and flag not in config.allow_flags and launch.flags.get(flag) != value]
+    target = merge(launch.flags, changes)
+    found += [Problem(_canonical(schema, veto.flag), "vetoed",
+                      f"--{veto.flag}={veto.value} is vetoed on {config.host}: {veto.reason}")
+              for veto in config.vetoes if veto.matches(schema, target)]
+    return found
+
+
+def _canonical(schema: Schema, flag: str) -> str:
+    try:
+        return schema.resolve(flag)[0].name
+    except FlagError:
+        return flag
 
 
 def shown(flags: dict[str, object] | None, preset: str | None) -> dict[str, FlagValue]:

@@ -30,12 +30,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kvwatch.app.controller.bringup import BringUp, Interrupted
 from kvwatch.app.controller.errors import Busy, HostUnavailable, InvalidFlags, RestartRefused, StaleRun
+from kvwatch.app.controller.forecast import Forecasts
 from kvwatch.app.controller.operation import Operation, Target, new_run_id
-from kvwatch.app.controller.plan import StartWindow, plan_flags, shown
+from kvwatch.app.controller.plan import Problem, StartWindow, plan_flags, plan_problems, shown
 from kvwatch.app.controller.policy import ControllerConfig
-from kvwatch.app.controller.remote import HelperFailed, RemoteHost
-from kvwatch.app.controller.sinks import AuditSink, Ledger, Outcome, RestartRecord, RunSink
+from kvwatch.app.controller.remote import RemoteHost
+from kvwatch.app.controller.sinks import AuditSink, Forecast, Ledger, Outcome, RestartRecord, RunSink
 from kvwatch.app.flags.argv import Launch, parse_launch
 from kvwatch.app.flags.remote import DEFAULT_CACHE, SchemaCache, remote_schema
 from kvwatch.app.flags.schema import FlagError, FlagValue, Schema, ValidationError, load_bundled
@@ -43,12 +45,7 @@ from kvwatch.app.runs.model import Run
 from kvwatch.collectors.base import CollectorError, Transport
 
 log = logging.getLogger(__name__)
-HEALTH_PATH = "/health"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-class Interrupted(Exception):
-    """The host stayed unreachable longer than the reconnect window."""
 
 
 def run_log_path(log_dir: str, host: str, token: str) -> str:
@@ -56,15 +53,17 @@ def run_log_path(log_dir: str, host: str, token: str) -> str:
     return f"{log_dir.rstrip('/')}/sglang-{_SAFE.sub('_', host)}-{token}.log"
 
 
-class HostController:
+class HostController(BringUp):
     """Restarts for one host. Thread-safe; at most one operation at a time."""
 
     def __init__(self, config: ControllerConfig, connect: Callable[[], Transport], audit: AuditSink, runs: RunSink, *,
                  cache: SchemaCache = DEFAULT_CACHE, reconnect_window: float = 120.0,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-                 current_run: Callable[[], Run | None] | None = None) -> None:
+                 current_run: Callable[[], Run | None] | None = None, forecast: Forecast | None = None) -> None:
         self.config = config
         self._current_run = current_run  # the run registry's view (GET /api/runs); wiring passes the store's
+        # the prediction kept with each new run (app/diagnosis through the wiring)
+        self._forecasts = Forecasts(config.host, forecast, self.current_run)
         self.settings = config.restart
         self.remote = RemoteHost(connect, self.settings.python, self.settings.state_dir, config.host)
         self.ledger, self.cache = Ledger(config.host, audit, runs, clock), cache
@@ -146,6 +145,11 @@ class HostController:
         schema = self.schema()
         return plan_flags(self.config, schema, self.launch(schema), flags, preset)
 
+    def problems(self, flags: dict[str, object] | None = None, preset: str | None = None) -> list[Problem]:
+        """Every reason `plan` would refuse this request, per flag, without raising (the editor's dry run)."""
+        schema = self.schema()
+        return plan_problems(self.config, schema, self.launch(schema), flags, preset)
+
     def current_run(self) -> Run | None:
         """The host's current run as GET /api/runs shows it. Without a registry wired in, this controller
         knows only the run it started last (id and flags, nothing logged)."""
@@ -195,7 +199,9 @@ class HostController:
             raise refusal from None
         self._window.add(at)
         op.log_path = self._log_path(op.op_id)
+        based_on = self._forecasts.before_announce(op)  # while the run that runs now is still the current one
         op.run_id = self.ledger.announce(to_flags, op.log_path, op.op_id)
+        self._forecasts.after_announce(op, based_on)
         self.last = op
         self._thread = threading.Thread(target=self._run, args=(op,), name=f"restart-{self.name}", daemon=True)
         self._thread.start()
@@ -293,89 +299,6 @@ class HostController:
         bind = str(flags.get("host", schema.option("host").default) or "127.0.0.1")
         return Target(run_id=run_id, flags=flags, argv=launch.argv(schema, flags), env=launch.env, log=log_path,
                       host="127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind, port=int(port))  # type: ignore[arg-type]
-
-    def _bring_up(self, op: Operation, target: Target) -> str | None:
-        """None when `target` is up and healthy; else why not (the failed server is stopped)."""
-        failure: str | None = self._retrying(op, lambda: self._attempt(op, target))
-        return failure
-
-    def _retrying(self, op: Operation, step: Callable[[], Any]) -> Any:
-        while True:
-            try:
-                return step()
-            except HelperFailed:
-                raise  # the host answered: this is no connection problem, and waiting will not fix it
-            except CollectorError as exc:
-                state = op.state
-                op.step("reconnecting", f"lost {self.name} while {state}: {exc}")
-                self._await_host(op, state)
-                op.step(state, f"{self.name} is back; inspecting its state")
-
-    def _await_host(self, op: Operation, state: str) -> None:
-        deadline, delay = self.clock() + self.reconnect_window, 0.5
-        while self.clock() < deadline:
-            self.sleep(delay)
-            try:
-                self.remote.status("127.0.0.1", 0)
-                return
-            except CollectorError:
-                delay = min(delay * 2, 10.0)
-        raise Interrupted(f"lost {self.name} for more than {self.reconnect_window:.0f} s while {state}; "
-                          "the host's record says what runs there (GET .../restart shows it once reachable)")
-
-    def _attempt(self, op: Operation, target: Target) -> str | None:
-        status = self.remote.status(target.host, target.port)
-        record = status.get("record") or {}
-        if record.get("run_id") != target.run_id:  # else it started just before a drop: follow it
-            failure = self._replace(op, target, status)
-            if failure is not None:
-                return failure
-        op.log_path = target.log
-        return self._await_ready(op, target)
-
-    def _replace(self, op: Operation, target: Target, status: dict[str, Any]) -> str | None:
-        record = status.get("record") or {}
-        if status.get("ours"):
-            op.from_flags = dict(record.get("flags") or op.from_flags)
-            op.step("stopping", f"stopping run {record.get('run_id')} (pid {record.get('pid')})")
-            stopped = self.remote.stop(self.settings.stop_timeout)
-            self.ledger.ended(str(record.get("run_id")), f"stopped for run {target.run_id} ({stopped.get('stopped')})")
-            if stopped.get("left") or not stopped.get("port_free"):
-                left, free = stopped.get("left"), stopped.get("port_free")
-                return f"the old server did not go away (processes left: {left}, port free: {free})"
-        elif status.get("port_open"):
-            return f"port {target.port} is in use by a process kvwatch did not start; stop it by hand once"
-        op.step("starting", f"starting run {target.run_id}: {' '.join(target.argv)}")
-        started = self.remote.start(target.record(op.op_id, self.clock()))
-        if "error" in started:
-            self.ledger.ended(target.run_id, f"not started: {started['error']}")
-            return str(started["error"])
-        return None
-
-    def _await_ready(self, op: Operation, target: Target) -> str | None:
-        op.step("waiting", f"waiting for run {target.run_id} to be ready")
-        deadline = self.clock() + self.settings.ready_timeout
-        while True:
-            check = self.remote.check(op.offsets.get(target.run_id, 0), HEALTH_PATH)
-            if check.get("run_id") != target.run_id:
-                return f"the host's record now names run {check.get('run_id')}, not {target.run_id}"
-            op.offsets[target.run_id] = int(check["offset"])
-            fatal = op.scan(target.run_id, str(check.get("text", "")))
-            failure = (f"fatal line in the log: {fatal}" if fatal
-                       else "the server exited before it was ready" if not check.get("alive")
-                       else f"not ready after {self.settings.ready_timeout:.0f} s" if self.clock() > deadline
-                       else None)
-            if failure is not None:
-                self._stop_failed(target, failure)
-                return failure
-            if target.run_id in op.ready and check.get("health") == 200:
-                self.remote.promote(target.run_id)
-                return None
-            self.sleep(self.settings.poll_interval)
-
-    def _stop_failed(self, target: Target, failure: str) -> None:
-        self.remote.stop(self.settings.stop_timeout)
-        self.ledger.ended(target.run_id, failure)
 
     def _refused(self, who: str, at: float, to_flags: dict[str, FlagValue], exc: RestartRefused) -> None:
         # A stale request is refused without touching the host, its audit record included.

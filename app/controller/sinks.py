@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from kvwatch.app.flags.schema import FlagValue
 
@@ -59,6 +59,17 @@ class RunSink(Protocol):
     def run_started(self, host: str, flags: dict[str, FlagValue], log_path: str, started_at: float) -> str: ...
 
     def run_ended(self, host: str, run_id: str, ended_at: float, reason: str) -> None: ...
+
+
+class Forecast(Protocol):
+    """What a restart is expected to give (app/diagnosis), kept with the run it starts.
+
+    `predict` is asked before the new run is announced, so it reads the run that runs now; `keep`
+    stores the answer under the new run's id. Both may fail: that is logged, the restart goes on."""
+
+    def predict(self, from_flags: dict[str, FlagValue], to_flags: dict[str, FlagValue]) -> dict[str, Any] | None: ...
+
+    def keep(self, run_id: str, based_on: str | None, prediction: dict[str, Any]) -> None: ...
 
 
 class Ledger:

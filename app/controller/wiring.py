@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from typing import Any
 
 from kvwatch.app.config import Config, HostConfig
 from kvwatch.app.controller.policy import ControllerConfig, parse_controller_config
 from kvwatch.app.controller.restart import HostController
 from kvwatch.app.controller.sinks import RestartRecord
+from kvwatch.app.diagnosis.accuracy import changes_from, keep_prediction
+from kvwatch.app.diagnosis.service import predict_host
 from kvwatch.app.flags.schema import FlagValue
 from kvwatch.app.pipeline.transports import open_transport
 from kvwatch.app.runs.registry import current_run, record_controller_run
@@ -41,6 +44,19 @@ class StoreSinks:
         return None
 
 
+class StoreForecast:
+    """The restart's prediction from app/diagnosis, kept in the store with the run it starts."""
+
+    def __init__(self, store: Store, host: HostConfig) -> None:
+        self.store, self.host = store, host
+
+    def predict(self, from_flags: dict[str, FlagValue], to_flags: dict[str, FlagValue]) -> dict[str, Any] | None:
+        return predict_host(self.store, self.host, changes_from(dict(from_flags), dict(to_flags)))
+
+    def keep(self, run_id: str, based_on: str | None, prediction: dict[str, Any]) -> None:
+        keep_prediction(self.store, self.host.name, run_id, time.time(), based_on, prediction)
+
+
 def controller_tables(config: Config) -> list[dict[str, Any]]:
     """Each host's table as parse_controller_config reads it."""
     return [{"name": h.name, "launch": h.launch, "server_log": h.server_log, **h.tables} for h in config.hosts]
@@ -57,7 +73,8 @@ def build_controller(host: HostConfig, parsed: ControllerConfig, store: Store) -
     """One host's controller, on an SSH connection of its own (made at its first use)."""
     sinks = StoreSinks(store)
     return HostController(parsed, functools.partial(open_transport, host), sinks, sinks,
-                          current_run=functools.partial(current_run, store, host.name))
+                          current_run=functools.partial(current_run, store, host.name),
+                          forecast=StoreForecast(store, host))
 
 
 def build_controllers(config: Config, store: Store) -> dict[str, HostController]:

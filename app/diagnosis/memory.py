@@ -12,6 +12,16 @@ change, so the prediction moves from what the run logged rather than from first 
     per_token' = per_token * width(dtype') / width(dtype)   fp8 halves the bytes of a token
     tokens'   = kv_gib' / per_token'
 
+vLLM sizes its pool the same way with `--gpu-memory-utilization`, a fraction of each GPU's TOTAL
+memory that the whole instance (weights, activations, CUDA graphs and KV) may take:
+
+    kv_bytes = total_gpu_memory * gpu_memory_utilization - weights - peak_activations - non_torch
+
+so one step of the utilization moves the pool by total memory x the step, as SGLang's fraction does;
+its startup lines give the pool (`Available KV cache memory: X GiB`, V0 `kv_cache_size=X GiB`) and the
+tokens (`GPU KV cache size: N tokens`, else `Maximum concurrency for X tokens per request: Yx` as X x Y).
+vLLM logs nothing like SGLang's memory left after CUDA-graph capture.
+
 `per_token` is the logged pool size over the logged token count (`KV Cache is allocated. #tokens:
 N, KV size: X GB`), so it is this model on this host, MLA latent or not. The memory the larger pool
 takes comes out of what was left after CUDA-graph capture (`available_gpu_mem`, logged by the
@@ -47,6 +57,8 @@ class Startup:
     kv_gib: float | None  # the KV pool (`KV size`, or K size + V size)
     available_after_graphs_gib: float | None  # `available_gpu_mem` of the capacity line
     max_running_requests: int | None
+    engine: str = "sglang"  # "vllm" when the startup lines are vLLM's
+    max_model_len: int | None = None  # vLLM's `Maximum concurrency for X tokens per request` X
 
     @property
     def bytes_per_token(self) -> float | None:
@@ -59,24 +71,37 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _kv_gib(kv: dict[str, object]) -> float | None:
+    for name in ("kv_size", "available_kv_cache_memory", "kv_cache_size_gib"):  # SGLang, vLLM V1, vLLM V0
+        if (value := _number(kv.get(name))) is not None:
+            return value
+    k_size, v_size = _number(kv.get("k_size")), _number(kv.get("v_size"))
+    return k_size + v_size if k_size is not None and v_size is not None else None
+
+
+def is_vllm(capacity: dict[str, object]) -> bool:
+    kv = capacity.get("kv_cache")
+    logged = set(capacity) | (set(kv) if isinstance(kv, dict) else set())
+    return bool(logged & {"available_kv_cache_memory", "kv_cache_size_gib", "max_concurrency", "gpu_blocks"})
+
+
 def startup_from_capacity(capacity: dict[str, object]) -> Startup | None:
     """A run's `capacity` dict (capacity line fields plus `kv_cache`) as a Startup; None without tokens."""
     tokens = _number(capacity.get("max_total_num_tokens"))
+    length, concurrency = _number(capacity.get("max_model_len")), _number(capacity.get("max_concurrency"))
+    if tokens is None and length is not None and concurrency is not None:
+        tokens = length * concurrency  # vLLM V0 logs blocks, not tokens: the concurrency line gives them
     if tokens is None:
         return None
     kv = capacity.get("kv_cache")
-    kv_gib = None
-    if isinstance(kv, dict):
-        kv_gib = _number(kv.get("kv_size"))
-        k_size, v_size = _number(kv.get("k_size")), _number(kv.get("v_size"))
-        if kv_gib is None and k_size is not None and v_size is not None:
-            kv_gib = k_size + v_size
     running = _number(capacity.get("max_running_requests"))
     return Startup(
         max_total_num_tokens=int(tokens),
-        kv_gib=kv_gib,
+        kv_gib=_kv_gib(kv) if isinstance(kv, dict) else None,
         available_after_graphs_gib=_number(capacity.get("available_gpu_mem")),
         max_running_requests=int(running) if running is not None else None,
+        engine="vllm" if is_vllm(capacity) else "sglang",
+        max_model_len=int(length) if length is not None else None,
     )
 
 
@@ -98,12 +123,13 @@ def predict_pool(
     dtype: object,
     new_dtype: object,
     total_gib: float | None,
+    fraction_flag: str = "mem-fraction-static",
 ) -> MemoryChange:
     """The KV pool of (new_fraction, new_dtype) from a run that started at (fraction, dtype)."""
     step = new_fraction - fraction
     if step != 0 and total_gib is None:
         return MemoryChange(None, None, 0.0, startup.available_after_graphs_gib,
-                            "total GPU memory unknown: cannot size a different --mem-fraction-static")
+                            f"total GPU memory unknown: cannot size a different --{fraction_flag}")
     added = (total_gib or 0.0) * step
     left = None if startup.available_after_graphs_gib is None else startup.available_after_graphs_gib - added
     ratio = kv_width(new_dtype) / kv_width(dtype)

@@ -23,6 +23,22 @@ UNMODELED_MEMORY = frozenset({
     "cuda-graph-max-bs", "chunked-prefill-size", "max-prefill-tokens", "speculative-algorithm",
     "enable-dp-attention", "ep-size",
 })
+VLLM_FRACTION, VLLM_MAX_RUNNING, VLLM_LENGTH = "gpu-memory-utilization", "max-num-seqs", "max-model-len"
+VLLM_DEFAULT_FRACTION = 0.9  # vLLM's default --gpu-memory-utilization
+
+
+@dataclass(frozen=True, slots=True)
+class EngineFlags:
+    """The flags that size the KV pool and cap concurrency, by serving engine."""
+
+    fraction: str
+    default_fraction: float
+    max_running: str
+    max_total: str | None
+
+
+ENGINES = {"sglang": EngineFlags(FRACTION, DEFAULT_FRACTION, MAX_RUNNING, MAX_TOTAL),
+           "vllm": EngineFlags(VLLM_FRACTION, VLLM_DEFAULT_FRACTION, VLLM_MAX_RUNNING, None)}
 NO_GPU_EFFECT = frozenset({"enable-hierarchical-cache", "hicache-size", "hicache-ratio",
                            "hicache-write-policy", "hicache-io-backend", "hicache-mem-layout"})
 
@@ -80,15 +96,20 @@ class Prediction:
         }
 
 
-def _fraction(flags: dict[str, Any]) -> float:
-    value = flags.get(FRACTION)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else DEFAULT_FRACTION
+def _names(inputs: Inputs) -> EngineFlags:
+    return ENGINES.get(inputs.startup.engine, ENGINES["sglang"])
+
+
+def _fraction(flags: dict[str, Any], names: EngineFlags = ENGINES["sglang"]) -> float:
+    value = flags.get(names.fraction)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else names.default_fraction
 
 
 def _pool(inputs: Inputs, merged: dict[str, Any]) -> MemoryChange:
-    change = predict_pool(inputs.startup, _fraction(inputs.flags), _fraction(merged),
-                          inputs.flags.get(DTYPE), merged.get(DTYPE), inputs.total_gib)
-    cap = merged.get(MAX_TOTAL)
+    names = _names(inputs)
+    change = predict_pool(inputs.startup, _fraction(inputs.flags, names), _fraction(merged, names),
+                          inputs.flags.get(DTYPE), merged.get(DTYPE), inputs.total_gib, names.fraction)
+    cap = merged.get(names.max_total) if names.max_total is not None else None
     if change.tokens is not None and isinstance(cap, int) and cap < change.tokens:
         return MemoryChange(cap, change.kv_gib, change.added_gib, change.left_after_graphs_gib,
                             change.basis + f"; capped by --max-total-tokens {cap}")
@@ -97,7 +118,8 @@ def _pool(inputs: Inputs, merged: dict[str, Any]) -> MemoryChange:
 
 def _running(inputs: Inputs, merged: dict[str, Any], tokens: int | None) -> tuple[float | None, str]:
     work = inputs.workload
-    limit = merged.get(MAX_RUNNING) if isinstance(merged.get(MAX_RUNNING), int) else None
+    max_running = _names(inputs).max_running
+    limit = merged.get(max_running) if isinstance(merged.get(max_running), int) else None
     limit = limit if limit is not None else inputs.startup.max_running_requests
     if tokens is None or not work.tokens_per_request:
         return None, "no KV tokens or no tokens per running request to divide"
@@ -108,7 +130,7 @@ def _running(inputs: Inputs, merged: dict[str, Any], tokens: int | None) -> tupl
     if work.demand is not None:
         bounds.append((work.demand, f"the client asks for {work.demand:.0f} (running + queued now)"))
     if limit is not None:
-        bounds.append((float(limit), f"--max-running-requests {limit}"))
+        bounds.append((float(limit), f"--{max_running} {limit}"))
     value, why = min(bounds, key=lambda b: b[0])
     others = "; ".join(text for v, text in bounds if text != why)
     return round(value, 1), f"the least of: {why}" + (f"; {others}" if others else "")
@@ -147,18 +169,33 @@ def predict(inputs: Inputs, changes: dict[str, Any]) -> Prediction:
         "total_gpu_memory": (f"{inputs.total_gib:.1f} GiB ({inputs.total_source})"
                              if inputs.total_gib is not None else inputs.total_source),
     }
-    if FRACTION not in inputs.flags:
-        prediction.basis["running_fraction"] = (f"the run logged no --mem-fraction-static (no server_args line "
-                                                f"seen): assumed {DEFAULT_FRACTION}")
+    names = _names(inputs)
+    if names.fraction not in inputs.flags:
+        prediction.basis["running_fraction"] = (f"the run logged no --{names.fraction} (no args line, or the "
+                                                f"default): assumed {names.default_fraction}")
+    if inputs.startup.engine == "vllm":
+        prediction.basis["engine"] = ("vLLM: --gpu-memory-utilization is the share of each GPU's total memory the "
+                                      "whole instance takes; the KV pool is what weights and activations leave")
+        if (concurrency := _concurrency(merged, inputs.startup, pool.tokens)) is not None:
+            prediction.basis["max_concurrency"] = concurrency
     if any(n in NO_GPU_EFFECT for n in changes):
         prediction.basis["host_cache"] = "the hierarchical cache lives in host memory: no change to GPU KV tokens"
     prediction.risks = risks(inputs, merged, changes, pool)
     return prediction
 
 
+def _concurrency(merged: dict[str, Any], startup: Startup, tokens: int | None) -> str | None:
+    """vLLM's `Maximum concurrency` of the predicted pool: requests of max_model_len tokens that fit."""
+    length = merged.get(VLLM_LENGTH, startup.max_model_len)
+    if tokens is None or not isinstance(length, int) or length <= 0:
+        return None
+    return f"{tokens:,} tokens / {length:,} tokens a request = {tokens / length:.2f}x requests of full length"
+
+
 def risks(inputs: Inputs, merged: dict[str, Any], changes: dict[str, Any], pool: MemoryChange) -> list[dict[str, str]]:
     found = [{"kind": "vetoed", "message": text} for text in inputs.vetoes]
-    fraction = _fraction(merged)
+    names = _names(inputs)
+    fraction = _fraction(merged, names)
     left = pool.left_after_graphs_gib
     if left is not None and pool.added_gib > 0 and left < 0:
         found.append({"kind": "oom", "severity": "certain", "message": (
@@ -175,7 +212,11 @@ def risks(inputs: Inputs, merged: dict[str, Any], changes: dict[str, Any], pool:
         same_width = kv_label(past.dtype) == kv_label(merged.get(DTYPE)) or past.dtype == merged.get(DTYPE)
         if past.out_of_memory and past.fraction is not None and fraction >= past.fraction and same_width:
             found.append({"kind": "oom", "severity": "likely", "message": (
-                f"run {past.run_id} ran out of memory at start with --mem-fraction-static {past.fraction}")})
+                f"run {past.run_id} ran out of memory at start with --{names.fraction} {past.fraction}")})
+    if inputs.startup.engine == "vllm" and pool.added_gib > 0:
+        found.append({"kind": "not_modeled", "message": (
+            "vLLM logs no memory left after CUDA-graph capture: whether a larger --gpu-memory-utilization "
+            "runs out of memory at start is not assessed")})
     unmodeled = sorted(n for n in changes if n in UNMODELED_MEMORY)
     if unmodeled:
         found.append({"kind": "not_modeled", "message": (

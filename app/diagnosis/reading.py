@@ -12,8 +12,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvwatch.app.config import HostConfig
-from kvwatch.app.diagnosis.memory import Startup, startup_from_capacity
-from kvwatch.app.diagnosis.predict import FRACTION, Inputs, PastRun, Workload
+from kvwatch.app.diagnosis.memory import Startup, is_vllm, startup_from_capacity
+from kvwatch.app.diagnosis.predict import (
+    FRACTION,
+    VLLM_DEFAULT_FRACTION,
+    VLLM_FRACTION,
+    Inputs,
+    PastRun,
+    Workload,
+)
 from kvwatch.app.diagnosis.snapshot import EMPTY, WINDOW_METRICS, Points, Snapshot, signals
 from kvwatch.app.diagnosis.throughput import Curve, fit_curve, pair_samples
 from kvwatch.app.diagnosis.verdicts import WARMUP_S
@@ -129,6 +136,7 @@ def read_snapshot(
     settled = run.ready_at + WARMUP_S if run.ready_at is not None else run.started_at
     start = max(end - window_s, settled, run.started_at)
     series = {m: store.series(host.name, m, since=start, until=end) for m in WINDOW_METRICS}
+    series["token"] = _tokens_held(series, run.capacity)
     series["completions"] = _with_start_value(store, host.name, "completions", start, end)
     client = store.latest(host.name, "client_done")
     earlier = _pairs(store, host.name, max(settled, start - HISTORY_S), start) if start > settled else EMPTY
@@ -147,11 +155,25 @@ def read_snapshot(
     )
 
 
+def _tokens_held(series: dict[str, Points], capacity: dict[str, object]) -> Points:
+    """KV tokens held: SGLang logs them (`#token`); vLLM logs only the usage, times its pool's tokens."""
+    logged, (t, usage) = series["token"], series["token_usage"]
+    pool = startup_from_capacity(capacity)
+    if len(logged[0]) or not len(t) or pool is None or not is_vllm(capacity):
+        return logged
+    return t, usage * pool.max_total_num_tokens
+
+
 def _int(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _fraction(run: Run) -> float | None:
+    """The run's memory fraction as logged: SGLang's --mem-fraction-static, vLLM's --gpu-memory-utilization
+    (vLLM's args line lists only what differs from the defaults: absent is its default)."""
+    if is_vllm(run.capacity):
+        value = run.flags.get(VLLM_FRACTION, VLLM_DEFAULT_FRACTION)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
     value = run.flags.get(FRACTION)
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -191,6 +213,11 @@ def gpu_memory(store: Store, host: str, runs: list[Run]) -> GpuMemory:
             if d1 == d2 and abs(f2 - f1) >= 0.01 and kv1 is not None and kv2 is not None and kv2 != kv1:
                 return GpuMemory((kv2 - kv1) / (f2 - f1), f"pool growth per unit of fraction between runs {id1} "
                                  f"and {id2} of this host")
+    profiled = [kv["total_gpu_memory_gib"] for r in reversed(runs)
+                if isinstance(kv := r.capacity.get("kv_cache"), dict)
+                and isinstance(kv.get("total_gpu_memory_gib"), float)]
+    if profiled:
+        return GpuMemory(float(profiled[0]), "vLLM's memory profiling line (total_gpu_memory)")
     totals = [last[1] for rank in store.ranks(host, "gpu_mem_total_mib") if rank
               if (last := store.latest(host, "gpu_mem_total_mib", rank)) is not None and last[1] > 0]
     if totals:

@@ -9,6 +9,7 @@ from typing import Any
 
 from kvwatch.app.config import HostConfig
 from kvwatch.app.diagnosis.diagnose import Diagnosis, diagnose
+from kvwatch.app.diagnosis.memory import is_vllm
 from kvwatch.app.diagnosis.predict import Inputs, predict
 from kvwatch.app.diagnosis.reading import as_of, pick_run, prediction_inputs, read_snapshot
 from kvwatch.app.errors import KvwatchError
@@ -24,6 +25,12 @@ class UnknownRun(KvwatchError):
 
 def _no_vetoes(_: dict[str, Any]) -> tuple[str, ...]:
     return ()
+
+
+def host_engine(store: Store, host: str) -> str:
+    """"vllm" when the host's newest run that logged its capacity logged vLLM's lines, else "sglang"."""
+    sized = [run for run in list_runs(store, host) if run.capacity]
+    return "vllm" if sized and is_vllm(sized[-1].capacity) else "sglang"
 
 
 def predictor(inputs: Inputs, vetoes: VetoCheck) -> Callable[[dict[str, Any]], dict[str, Any]]:

@@ -225,18 +225,18 @@ def test_a_restart_sends_the_run_its_diff_was_made_on_and_shows_a_409_plainly(
 
     page.route(re.compile(r".*/api/hosts/gpu1/restart$"), intercept)
     page.locator("[data-testid=preset-none]").check()
-    page.locator("[data-testid=flag-input-model-path]").fill("/models/other")
+    # (a tuning flag: a guarded one such as --model-path is now refused in the editor, before confirming)
+    page.locator("[data-testid=flag-input-mem-fraction-static]").fill("0.8")
     with page.expect_request(lambda request: request.url.endswith("/api/hosts/gpu1/controller")):
         page.locator("#ctl-review").click()  # the server's flags are fetched again on review
     page.wait_for_selector("#ctl-confirm:not([hidden])")
     page.wait_for_function("!document.getElementById('ctl-go').disabled")
-    assert "--model-path" in page.locator("#ctl-diff").inner_text()
-    assert "/models/other" in page.locator("#ctl-diff").inner_text()
+    assert "--mem-fraction-static 0.88 → 0.8" in page.locator("#ctl-diff").inner_text()
     page.locator("#ctl-go").click()
     page.wait_for_function("document.getElementById('ctl-error').textContent.startsWith('409')")
     assert len(bodies) == 1
     assert bodies[0]["expected_run"] == first.run_id
-    assert bodies[0]["flags"]["model-path"] == "/models/other"
+    assert bodies[0]["flags"]["mem-fraction-static"] == 0.8
     assert stale in page.locator("#ctl-error").inner_text()
     assert services.controllers["gpu1"].last is first  # nothing ran
 

@@ -89,15 +89,16 @@ def test_controller_panel_presets_veto_token_and_live_progress(controlled: tuple
     assert services.controllers["gpu1"].last is None
     assert page.evaluate("sessionStorage.getItem('kvwatch-token')") == "wrong"
     assert page.evaluate("localStorage.getItem('kvwatch-token')") is None
-    # The right token but a value the controller refuses: 422, its reason next to the flag, nothing runs.
+    # The right token but a value the controller refuses: marked next to the flag before confirming (the
+    # restart's own checks, dry run), the restart cannot be reviewed, nothing runs.
     page.locator("#ctl-token").fill(TOKEN)
     page.locator("[data-testid=flag-input-model-path]").fill("-rf")
-    page.locator("#ctl-review").click()
-    page.locator("#ctl-go").click()
-    page.wait_for_function("document.getElementById('ctl-error').textContent.startsWith('422')")
-    assert page.locator("[data-testid=flag-error-model-path]").inner_text() != ""
+    page.wait_for_selector("tr[data-flag=model-path][data-problem=invalid]")
+    assert "start with '-'" in page.locator("[data-testid=flag-error-model-path]").inner_text()
+    assert page.locator("#ctl-review").is_disabled()
     assert services.controllers["gpu1"].last is None
     page.locator("[data-testid=flag-input-model-path]").fill("/models/Kimi-K2.5")
+    page.wait_for_function("!document.getElementById('ctl-review').disabled")
     # Then progress until the operation ends "ok".
     page.locator("#ctl-review").click()
     page.locator("#ctl-go").click()
