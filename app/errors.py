@@ -1,4 +1,5 @@
-"""Errors the user can act on. The CLI prints them as one line, never as a traceback."""
+"""Errors the user can act on. The CLI prints them as one line, never as a traceback; the API answers
+them with the code app/api/errors.py registers for their kind (none of them knows HTTP)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,14 @@ class KvwatchError(Exception):
 
 class ConfigError(KvwatchError):
     """kvwatch.toml is missing, unreadable, or has a bad field."""
+
+
+class NotFound(KvwatchError):
+    """Something a request or command names does not exist (a run, a host's stored series)."""
+
+
+class UnknownRun(NotFound):
+    """No run has this id (on this host)."""
 
 
 class StoreUnavailable(KvwatchError):

@@ -7,20 +7,21 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi import FastAPI
+from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from kvwatch.app import vendor
 from kvwatch.app.alerts import start_alerting
 from kvwatch.app.api import ROUTERS, docs
+from kvwatch.app.api.errors import register_error_handlers
 from kvwatch.app.api.headers import SecurityHeaders
 from kvwatch.app.api.limits import BodyLimit, Limits, MutationRateLimit
 from kvwatch.app.api.openapi import document_errors
 from kvwatch.app.config import Config
 from kvwatch.app.controller.wiring import build_controllers
-from kvwatch.app.errors import ConfigError, StoreUnavailable
+from kvwatch.app.errors import ConfigError
 from kvwatch.app.services import Services
 from kvwatch.app.trusted_hosts import ENV_VAR, allowed_hosts
 
@@ -75,7 +76,7 @@ def create_app(
     for router in ROUTERS:
         app.include_router(router)
     document_errors(app)
-    app.add_exception_handler(StoreUnavailable, store_unavailable)
+    register_error_handlers(app)
     # plotly.js comes from the installed plotly package: the page never needs a CDN.
     app.include_router(vendor.router)
     app.include_router(docs.router)
@@ -95,8 +96,3 @@ def create_app(
 def _restarting(app: FastAPI, host: str) -> bool:
     controller = getattr(app.state, "controllers", {}).get(host)  # set where the controller is wired
     return bool(controller is not None and controller.busy)
-
-
-async def store_unavailable(_: Request, exc: Exception) -> JSONResponse:
-    """A store that cannot be reached now (a PostgreSQL restart) is 503, not a 500 with a traceback."""
-    return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 
 from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compare_runs, overlay, parse_window, render
-from kvwatch.app.errors import KvwatchError
 from kvwatch.app.runs import find_runs
 
 router = APIRouter(tags=["compare"])
@@ -39,17 +38,11 @@ def get_compare(
     max_points: Annotated[int, Query(ge=3, le=100_000)] = 1000,
 ) -> dict[str, Any] | PlainTextResponse:
     ids = [i.strip() for i in runs.split(",") if i.strip()]
-    try:
-        chosen = find_runs(services.store, [h.name for h in services.config.hosts], ids)
-    except KeyError as exc:
-        raise HTTPException(status_code=404, detail=f"unknown run {exc.args[0]!r}") from None
-    try:
-        windows = dict(parse_window(w) for w in window or [])
-        stats, result = compare_runs(services.store, chosen, baseline, windows, min_steady)
-        if format != "json":
-            return PlainTextResponse(render(result, format), media_type=MEDIA[format])
-    except KvwatchError as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from None
+    chosen = find_runs(services.store, [h.name for h in services.config.hosts], ids)
+    windows = dict(parse_window(w) for w in window or [])
+    stats, result = compare_runs(services.store, chosen, baseline, windows, min_steady)
+    if format != "json":
+        return PlainTextResponse(render(result, format), media_type=MEDIA[format])
     if overlay_metrics:
         metrics = [m.strip() for m in overlay_metrics.split(",") if m.strip()]
         result["overlay"] = overlay(services.store, stats, metrics, align, max_points)

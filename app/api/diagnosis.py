@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.api.restart import require_same_origin
 from kvwatch.app.config import HostConfig
-from kvwatch.app.diagnosis import UnknownRun, diagnose_host, predict_host
+from kvwatch.app.diagnosis import diagnose_host, predict_host
 from kvwatch.app.diagnosis.accuracy import host_predictions
 from kvwatch.app.diagnosis.service import VetoCheck, host_engine
 from kvwatch.app.diagnosis.vllm_flags import normalize_vllm
@@ -65,10 +65,7 @@ def _vetoes(services: Services, name: str, schema: Schema) -> VetoCheck:
 def get_diagnosis(name: str, services: ServicesDep, run: str | None = None) -> dict[str, Any]:
     """What limits the host's run now, with the numbers behind it and what to change."""
     host = _host(services, name)
-    try:
-        found = diagnose_host(services.store, host, run_id=run, vetoes=_vetoes(services, name, _schema()))
-    except UnknownRun as exc:
-        raise HTTPException(404, detail=str(exc)) from None
+    found = diagnose_host(services.store, host, run_id=run, vetoes=_vetoes(services, name, _schema()))
     return found.as_dict()
 
 

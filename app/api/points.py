@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from fastapi import HTTPException
 from tsdownsample import MinMaxLTTBDownsampler
 
+from kvwatch.app.errors import UnknownRun
 from kvwatch.app.store.base import Store
 from kvwatch.app.store.coverage import raw_edge
 from kvwatch.app.store.rollup import ROLLUP_WIDTHS, choose_width
@@ -87,7 +87,7 @@ def run_window(store: Store, host: str, run: str) -> tuple[float, float | None]:
             if start is None:
                 break
             return start, _epoch(data.get("ended_at"))
-    raise HTTPException(status_code=404, detail=f"unknown run {run!r} for host {host!r}")
+    raise UnknownRun(f"unknown run {run!r} for host {host!r}")
 
 
 def _epoch(value: Any) -> float | None:

@@ -24,10 +24,9 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from kvwatch.app.controller.errors import InvalidFlags, RateLimited, RestartRefused, StaleRun
+from kvwatch.app.controller.errors import RestartRefused
 from kvwatch.app.controller.restart import HostController
 from kvwatch.collectors.base import CollectorError
 
@@ -109,24 +108,13 @@ def _authority(url: str) -> tuple[str, str, int | None]:
 @router.post("/api/hosts/{name}/restart", status_code=202, response_model=RestartAccepted,
              responses={409: {"model": StaleRunAnswer, "description": "busy, or `expected_run` is stale"}},
              dependencies=[Depends(require_token), Depends(require_same_origin)])
-def restart_host(name: str, body: RestartBody, request: Request, service: ServiceDep) -> RestartAccepted | JSONResponse:
+def restart_host(name: str, body: RestartBody, request: Request, service: ServiceDep) -> RestartAccepted:
     """Restart the host's server with launch flags + preset + flags; 202 once the restart is under way."""
     controller = service.host(name)
     if body.flags is None and body.preset is None:
         raise HTTPException(422, detail="give `flags`, `preset`, or both")
     who = f"api {request.client.host if request.client else '?'}"
-    try:
-        op = controller.begin(who, flags=body.flags, preset=body.preset, expected_run=body.expected_run)
-    except StaleRun as exc:
-        answer = StaleRunAnswer(detail=exc.message, current_run=exc.current)
-        return JSONResponse(answer.model_dump(), status_code=exc.status)
-    except InvalidFlags as exc:
-        raise HTTPException(422, detail={"message": exc.message, "errors": [
-            {"flag": e.flag, "message": e.message} for e in exc.errors]}) from None
-    except RateLimited as exc:
-        raise HTTPException(429, detail=exc.message, headers={"Retry-After": str(int(exc.retry_after) + 1)}) from None
-    except RestartRefused as exc:
-        raise HTTPException(exc.status, detail=exc.message) from None
+    op = controller.begin(who, flags=body.flags, preset=body.preset, expected_run=body.expected_run)
     return RestartAccepted(run_id=op.run_id, operation_id=op.op_id, status_url=f"/api/hosts/{name}/restart")
 
 
@@ -173,8 +161,5 @@ def _run_view(controller: HostController) -> dict[str, Any] | None:
 def flag_schema(name: str, service: ServiceDep) -> dict[str, Any]:
     """Every flag of the host's sglang version (for the editor's names, defaults and choices)."""
     controller = service.host(name)
-    try:
-        schema = controller.schema()
-    except RestartRefused as exc:
-        raise HTTPException(exc.status, detail=exc.message) from None
+    schema = controller.schema()
     return {"host": name, "sglang": schema.version, "options": [o.public() for o in schema.options]}

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict
 
 from kvwatch.app.api.restart import ServiceDep, require_same_origin
-from kvwatch.app.controller.errors import InvalidFlags, RestartRefused
+from kvwatch.app.controller.errors import InvalidFlags
 
 router = APIRouter(tags=["controller"])
 CHECK_PATH = "/api/hosts/{name}/restart/check"
@@ -35,6 +35,4 @@ def check_restart(name: str, body: CheckBody, service: ServiceDep) -> dict[str, 
         problems = [p.public() for p in controller.problems(body.flags, body.preset)]
     except InvalidFlags as exc:  # the host's own launch line does not parse: every request would fail
         problems = [{"flag": e.flag, "kind": "invalid", "message": e.message} for e in exc.errors]
-    except RestartRefused as exc:
-        raise HTTPException(503, detail=exc.message) from None
     return {"ok": not problems, "problems": problems}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 
 from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compute_run_stats
@@ -23,9 +23,6 @@ def get_steady(
 ) -> dict[str, Any]:
     """The run's automatic steady window as /api/compare reports it (`status` steady|settling|
     too_short|no_data, `start`, `end`, `duration_s`, `message`, ...), plus `run` and `host`."""
-    try:
-        (run,) = find_runs(services.store, [h.name for h in services.config.hosts], [run_id])
-    except KeyError:
-        raise HTTPException(status_code=404, detail=f"unknown run {run_id!r}") from None
+    (run,) = find_runs(services.store, [h.name for h in services.config.hosts], [run_id])
     window = compute_run_stats(services.store, run, None, min_steady).window
     return {"run": run.id, "host": run.host, **window.as_dict(run.started_at)}

@@ -17,7 +17,7 @@ from kvwatch.app.api.host_status import defining_flags
 from kvwatch.app.commands.common import DEMO_DATABASE, open_named_store
 from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compare_runs, parse_window, render
 from kvwatch.app.config import load_config
-from kvwatch.app.errors import KvwatchError
+from kvwatch.app.errors import KvwatchError, UnknownRun
 from kvwatch.app.report.events import newest_schema
 from kvwatch.app.runner import database_path
 from kvwatch.app.runs import RUN_DOC, Run, find_runs, list_runs
@@ -88,8 +88,8 @@ def _runs(store: Store, hosts: list[str], args: argparse.Namespace) -> list[Run]
         ids = [i.strip() for i in args.runs.split(",") if i.strip()]
         try:
             return find_runs(store, hosts, ids)
-        except KeyError as exc:
-            raise KvwatchError(f"--runs: unknown run {exc.args[0]!r} (see --list)") from None
+        except UnknownRun as exc:
+            raise KvwatchError(f"--runs: {exc} (see --list)") from None
     return [run for host in hosts for run in list_runs(store, host)]
 
 

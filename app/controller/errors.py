@@ -1,4 +1,5 @@
-"""Why a restart request is refused before anything runs. The API maps `status` to the HTTP code.
+"""Why a restart request is refused before anything runs. The API answers each kind with the HTTP
+code beside it (app/api/errors.py); nothing here knows HTTP.
 
     RestartRefused
      ├── InvalidFlags     422  unknown flag, bad choice or type, unsafe value, unknown preset
@@ -16,7 +17,6 @@ from kvwatch.app.flags.schema import FlagValue, ValidationError
 
 
 class RestartRefused(Exception):
-    status = 400
     outcome: Outcome = "failed"  # what the audit record says
 
     def __init__(self, message: str) -> None:
@@ -25,7 +25,6 @@ class RestartRefused(Exception):
 
 
 class InvalidFlags(RestartRefused):
-    status = 422
     outcome: Outcome = "invalid"
 
     def __init__(self, errors: list[ValidationError]) -> None:
@@ -34,19 +33,16 @@ class InvalidFlags(RestartRefused):
 
 
 class Vetoed(RestartRefused):
-    status = 403
     outcome: Outcome = "vetoed"
 
 
 class Busy(RestartRefused):
-    status = 409
     outcome: Outcome = "busy"
 
 
 class StaleRun(RestartRefused):
     """The requester decided on what it saw of `expected` but the host has moved on to `current`."""
 
-    status = 409
     outcome: Outcome = "stale"
 
     def __init__(self, host: str, expected: str, current: str | None,
@@ -59,7 +55,6 @@ class StaleRun(RestartRefused):
 
 
 class RateLimited(RestartRefused):
-    status = 429
     outcome: Outcome = "rate_limited"
 
     def __init__(self, message: str, retry_after: float) -> None:
@@ -68,4 +63,4 @@ class RateLimited(RestartRefused):
 
 
 class HostUnavailable(RestartRefused):
-    status = 503
+    """The host cannot be asked now (SSH down, no sglang to read flags from)."""

@@ -12,15 +12,11 @@ from kvwatch.app.diagnosis.diagnose import Diagnosis, diagnose
 from kvwatch.app.diagnosis.memory import is_vllm
 from kvwatch.app.diagnosis.predict import Inputs, predict
 from kvwatch.app.diagnosis.reading import as_of, pick_run, prediction_inputs, read_snapshot
-from kvwatch.app.errors import KvwatchError
+from kvwatch.app.errors import UnknownRun
 from kvwatch.app.runs import list_runs
 from kvwatch.app.store.base import Store
 
 VetoCheck = Callable[[dict[str, Any]], tuple[str, ...]]  # flags -> the policy's refusals, as sentences
-
-
-class UnknownRun(KvwatchError):
-    """The run named is not one of the host's."""
 
 
 def _no_vetoes(_: dict[str, Any]) -> tuple[str, ...]:

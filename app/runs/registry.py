@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvwatch.app.errors import UnknownRun
 from kvwatch.app.runs.detect import detect_runs
 from kvwatch.app.runs.model import Run, normalize_flags, run_id
 from kvwatch.app.store.base import Store
@@ -111,9 +112,9 @@ def current_run(store: Store, host: str) -> Run | None:
 
 
 def find_runs(store: Store, hosts: list[str], ids: list[str]) -> list[Run]:
-    """The runs named by `ids`, in the order given; KeyError names the first unknown id."""
+    """The runs named by `ids`, in the order given; UnknownRun names the first unknown id."""
     known = {run.id: run for host in hosts for run in list_runs(store, host)}
     missing = [i for i in ids if i not in known]
     if missing:
-        raise KeyError(missing[0])
+        raise UnknownRun(f"unknown run {missing[0]!r}")
     return [known[i] for i in ids]

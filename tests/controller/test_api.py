@@ -9,6 +9,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from kvwatch.app.api.errors import register_error_handlers
 from kvwatch.app.api.restart import router
 from kvwatch.app.controller.restart import HostController
 from tests.controller.support import MemorySinks, free_port, make_config
@@ -20,6 +21,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 @pytest.fixture
 def api(tmp_path: Path, controllers: Callable[..., HostController], sinks: MemorySinks) -> TestClient:
     app = FastAPI()
+    register_error_handlers(app)  # as create_app does
     app.include_router(router)
     app.state.controllers = {"gpu1": controllers(make_config(tmp_path, free_port()), sinks=sinks)}
     app.state.api_token = TOKEN

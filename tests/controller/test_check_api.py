@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from kvwatch.app.api import restart, restart_check
+from kvwatch.app.api.errors import register_error_handlers
 from kvwatch.app.controller.restart import HostController
 from tests.controller.support import MemorySinks, free_port, make_config
 
@@ -17,6 +18,7 @@ from tests.controller.support import MemorySinks, free_port, make_config
 @pytest.fixture
 def api(tmp_path: Path, controllers: Callable[..., HostController], sinks: MemorySinks) -> TestClient:
     app = FastAPI()
+    register_error_handlers(app)  # as create_app does
     app.include_router(restart.router)
     app.include_router(restart_check.router)
     app.state.controllers = {"gpu1": controllers(make_config(tmp_path, free_port()), sinks=sinks)}

@@ -11,6 +11,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from kvwatch.app.api.errors import register_error_handlers
 from kvwatch.app.api.restart import router
 from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.controller.errors import Busy, StaleRun
@@ -32,6 +33,7 @@ def test_a_restart_through_the_api_is_a_run_and_an_audit_record_in_the_store(tmp
     controllers = build_controllers(Config(server=ServerConfig(), hosts=(host,)), store)
     assert list(controllers) == ["gpu1"]
     app = FastAPI()
+    register_error_handlers(app)  # as create_app does
     app.include_router(router)
     app.state.controllers, app.state.api_token = controllers, "t0ken"
     client = TestClient(app)
@@ -98,6 +100,7 @@ def test_a_stale_expected_run_is_409_naming_the_current_run_and_nothing_runs(tmp
     store = open_store(str(tmp_path / "kvwatch.db"))
     controllers = build_controllers(Config(server=ServerConfig(), hosts=(host,)), store)
     app = FastAPI()
+    register_error_handlers(app)  # as create_app does
     app.include_router(router)
     app.state.controllers, app.state.api_token = controllers, "t0ken"
     client, auth = TestClient(app), {"Authorization": "Bearer t0ken"}
