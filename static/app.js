@@ -1,6 +1,6 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
 import { fetchAlerts, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
-import { appendPoints, createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
+import { appendPoints, createChart, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
 import { createNowRow } from "./nowrow.js";
@@ -11,7 +11,7 @@ import { liveFetch, liveWindow, readLocation, renderRangeButtons, writeLocation 
 
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
-                notified: new Set(), extent: [Infinity, -Infinity], loading: null, backfilling: false,
+                notified: new Set(), extent: [Infinity, -Infinity], loading: null, filling: 0,
                 refillWhenShown: false, range: "all", nowRow: null, runsKey: null };
 // The most points a trace keeps in the browser; history beyond it is downsampled by the server.
 const CHART_POINTS = 5000;
@@ -56,9 +56,8 @@ async function fetchCharts(window) {
   return out;
 }
 
-async function fillCharts(window) {
-  const series = await fetchCharts(window);
-  for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
+function fillCharts(window) {
+  return refill(() => fetchCharts(window));
 }
 
 // The live view's history: the chosen range at full detail, or everything. A host whose data stopped
@@ -72,9 +71,28 @@ async function fetchLive() {
   return series;
 }
 
-async function fillLive() {
-  const series = await fetchLive();
-  for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
+function fillLive() {
+  return refill(fetchLive);
+}
+
+// A refill replaces every chart's traces with history from the server (a zoom, a range button, back to
+// live, a chart at its bound). Refills and live drawing never interleave: while one is in flight, live
+// points wait in `pending` and are drawn after its last point once it landed. Refills may overlap (a
+// zoom while the previous window is still loading): only the newest one's answer is drawn; an older
+// answer that lands later is dropped, never drawn over the newer history.
+let fillGeneration = 0;
+
+async function refill(fetch) {
+  const generation = ++fillGeneration;
+  state.filling += 1;
+  try {
+    const series = await fetch();
+    if (generation !== fillGeneration) return;
+    for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
+  } finally {
+    state.filling -= 1;
+    scheduleDraw();
+  }
 }
 
 const currentWindow = () => liveWindow(state.range, state.extent);
@@ -152,6 +170,8 @@ async function loadHost(host, { fixed = null } = {}) {
   state.runsKey = null;
   state.progress = null;
   pending.clear();  // live points of the host shown before must not land on this one's charts
+  pendingCount = 0;
+  fillGeneration += 1;  // nor a refill or backfill of it that is still in flight
   $("host-picker").value = host;
   updateLiveBadge();
   showHostPanels(host);
@@ -187,10 +207,7 @@ function pickRange(range) {
   writeLocation({ host: state.host, range, fixed: null });
   renderRangeButtons($("range-picker"), range, pickRange);
   updateLiveBadge();
-  catchUp(async () => {
-    await fillLive();
-    alignLive();
-  });
+  fillLive().then(alignLive);
 }
 
 // The row of current values: the status answer on load and host change, then the stream's samples.
@@ -248,19 +265,27 @@ const fetchRate = throttle(async () => {
   const element = $("chart-completions");
   const since = lastTime(element, 1);
   const series = await fetchSeries(state.host, "completion_rate", { since, maxPoints: 500 });
-  if (!state.zoom) extendTrace(element, 1, series.points);
+  if (!state.zoom && series.points.length) {  // drawn like the stream's points, never over a refill
+    queuePoints("chart-completions", 1, series.points);
+    scheduleDraw();
+  }
   if (series.eta) state.progress = series.eta;
   renderProgress($("progress"), state.progress, state.latest);
 }, 3000);
 const throttledHosts = throttle(refreshHosts, 5000);
 const throttledMarkers = throttle(refreshMarkers, 1000);
 
-// Live points wait for the next animation frame: every sample that arrives within one frame is drawn
-// in one redraw per chart, so a point is on screen one frame after it arrives. A hidden tab gets no
-// frames and draws nothing; when it is shown again one frame draws everything it buffered.
-const pending = new Map();  // panel id -> Map(trace index -> [[t, v], ...])
+// Live points wait for animation frames, and each frame redraws ONE chart: the one whose points have
+// waited longest (top to bottom on a tie). A plotly redraw is a full recompute of its chart (20-40 ms
+// here, several times that on a loaded machine), so drawing every chart with news in one frame kept
+// the first chart's pixels, and every stream event behind it, waiting for the last chart; one chart a
+// frame puts each on screen as soon as it is drawn. Points that arrive for a chart still queued join
+// its next redraw. A hidden tab gets no frames and draws nothing; when it is shown again one pass
+// over the charts draws everything it buffered (`kvwatchDraws` counts passes).
+const pending = new Map();  // panel id -> {since: ms queued, byIndex: Map(trace index -> [[t, v], ...])}
 let frameRequested = false;
 let pendingCount = 0;
+let passOpen = false;
 window.kvwatchDraws = 0;
 
 function scheduleDraw() {
@@ -269,26 +294,43 @@ function scheduleDraw() {
   requestAnimationFrame(drawPending);
 }
 
+function oldestPending() {
+  let oldest = null;
+  for (const panel of PANELS) {  // panel order: the oldest wins, the upper chart on a tie
+    const entry = pending.get(panel.id);
+    if (entry && (!oldest || entry.since < oldest.entry.since)) oldest = { panel, entry };
+  }
+  return oldest;
+}
+
 function drawPending() {
   frameRequested = false;
-  if (state.backfilling) return;  // resumed after the backfill, in order
-  pendingCount = 0;
+  if (state.filling) return;  // resumed when the refill landed, after its last point
   if (state.zoom || !pending.size) {
     pending.clear();
+    pendingCount = 0;
+    passOpen = false;
     return;
   }
+  if (!passOpen) {
+    passOpen = true;
+    window.kvwatchDraws += 1;
+  }
+  const { panel, entry } = oldestPending();
+  pending.delete(panel.id);
+  for (const points of entry.byIndex.values()) pendingCount -= points.length;
+  const element = $(panel.id);
   const range = currentWindow();
-  for (const panel of PANELS) {  // top to bottom: the first charts are on screen first
-    const byIndex = pending.get(panel.id);
-    if (byIndex) appendPoints($(panel.id), inOrder($(panel.id), byIndex), range, CHART_POINTS);
+  appendPoints(element, inOrder(element, entry.byIndex), range, CHART_POINTS);
+  if (range) noteApplied(range);
+  if (traceLength(element) >= CHART_POINTS) {
+    compactHistory();
+  } else if (pending.size) {
+    scheduleDraw();
+  } else {
+    passOpen = false;
+    if (range) followAxis();
   }
-  pending.clear();
-  if (range) {
-    noteApplied(range);
-    followAxis(range);
-  }
-  window.kvwatchDraws += 1;
-  if (PANELS.some((panel) => traceLength($(panel.id)) >= CHART_POINTS)) compactHistory();
 }
 
 // Charts without new points follow the shared time axis too, but at most once a second: their
@@ -305,12 +347,13 @@ const followAxis = throttle(() => {
   }
 }, 1000);
 
-// A point older than what a trace already ends with came twice (replay and backfill overlap): drop it.
+// A point not newer than what a trace already ends with came twice (replay, backfill or a refill's
+// history overlap the stream): drop it.
 function inOrder(element, byIndex) {
   const out = new Map();
   for (const [index, points] of byIndex) {
     const last = lastTime(element, index);
-    out.set(index, last === undefined ? points : points.filter(([t]) => t >= last));
+    out.set(index, last === undefined ? points : points.filter(([t]) => t > last));
   }
   return out;
 }
@@ -322,18 +365,21 @@ function traceLength(element) {
 // A chart that reached its bound gets its whole history again, downsampled by the server: the
 // browser keeps at most CHART_POINTS a trace, and a zoom fetches a window at full detail.
 function compactHistory() {
-  catchUp(fillLive);
+  passOpen = false;
+  fillLive();
+}
+
+function queuePoints(panelId, index, values) {
+  const entry = pending.get(panelId) || { since: performance.now(), byIndex: new Map() };
+  const queued = entry.byIndex.get(index) || [];
+  queued.push(...values);
+  entry.byIndex.set(index, queued);
+  pending.set(panelId, entry);
+  pendingCount += values.length;
 }
 
 function queueLive(metric, values) {
-  for (const { panel, index } of tracesFor(metric)) {
-    const byIndex = pending.get(panel.id) || new Map();
-    const queued = byIndex.get(index) || [];
-    queued.push(...values);
-    byIndex.set(index, queued);
-    pending.set(panel.id, byIndex);
-    pendingCount += values.length;
-  }
+  for (const { panel, index } of tracesFor(metric)) queuePoints(panel.id, index, values);
   // Hidden for long: rather than buffer without end, forget the points and refetch once shown.
   if (pendingCount > CHART_POINTS * PANELS.length) {
     pending.clear();
@@ -359,51 +405,50 @@ function onSample({ host, points }) {
   throttledNow();  // the 5-min mean, completions/s and ETA are the server's
 }
 
-// Live drawing pauses while `fetch` refills the charts; what arrived meanwhile is drawn after it.
-async function catchUp(fetch) {
-  if (state.backfilling || !state.host) return;
-  state.backfilling = true;
-  try {
-    await fetch();
-  } finally {
-    state.backfilling = false;
-    scheduleDraw();
-  }
-}
-
 // The points a trace misses after its last one, from /api/series: after a stream the server could
 // not replay (restarted, or away longer than its replay log), and on the stream's first open (what
-// was stored between the history fetch and the stream's start).
+// was stored between the history fetch and the stream's start). Live drawing waits for it like for a
+// refill; a refill that started meanwhile fetched all of it, so then its answer is dropped.
 async function backfill() {
-  if (state.zoom) return;
-  const jobs = [];
-  for (const panel of PANELS) {
-    const element = $(panel.id);
-    panel.traces.forEach((trace, index) => {
-      const since = lastTime(element, index);
-      jobs.push(fetchSeries(state.host, trace.metric, { since, maxPoints: CHART_POINTS }).then((series) => {
-        const points = since === undefined ? series.points : series.points.filter(([t]) => t > since);
+  if (state.zoom || !state.host) return;
+  const generation = fillGeneration;
+  state.filling += 1;
+  try {
+    const jobs = [];
+    for (const panel of PANELS) {
+      const element = $(panel.id);
+      panel.traces.forEach((trace, index) => {
+        const since = lastTime(element, index);
+        jobs.push(fetchSeries(state.host, trace.metric, { since, maxPoints: CHART_POINTS }).then((series) => {
+          const points = since === undefined ? series.points : series.points.filter(([t]) => t > since);
+          return [element, index, points];
+        }));
+      });
+    }
+    const answers = await Promise.all(jobs);
+    if (generation === fillGeneration && !state.zoom) {
+      for (const [element, index, points] of answers) {
         noteExtent(points);
-        return [element, index, points];
-      }));
-    });
+        if (points.length) extendTraces(element, new Map([[index, points]]), CHART_POINTS);
+      }
+      alignLive();
+    }
+  } finally {
+    state.filling -= 1;
+    scheduleDraw();
+    window.kvwatchBackfills = (window.kvwatchBackfills || 0) + 1;
   }
-  for (const [element, index, points] of await Promise.all(jobs)) {
-    if (points.length) extendTraces(element, new Map([[index, points]]), CHART_POINTS);
-  }
-  alignLive();
-  window.kvwatchBackfills = (window.kvwatchBackfills || 0) + 1;
 }
 
 function onHello({ resumed_from: resumedFrom, replayed }) {
-  if (!resumedFrom || !replayed) catchUp(backfill);
+  if (!resumedFrom || !replayed) backfill();
 }
 
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "hidden") return;
   if (state.refillWhenShown) {
     state.refillWhenShown = false;
-    catchUp(fillLive);
+    fillLive();
   } else {
     scheduleDraw();
   }
