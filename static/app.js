@@ -1,10 +1,10 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
-import { fetchAlerts, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
+import { fetchAlerts, fetchCatalog, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
 import { appendPoints, createChart, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
 import { createNowRow } from "./nowrow.js";
-import { PANELS, labelTrace, tracesFor } from "./panels.js";
+import { PANELS, labelTrace, setGpuParts, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
 import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 import { liveFetch, liveWindow, readLocation, renderRangeButtons, writeLocation } from "./timerange.js";
@@ -42,13 +42,13 @@ async function fetchCharts(window) {
     const element = $(panel.id);
     out[panel.id] = panel.traces.map(() => []);
     panel.traces.forEach((trace, index) => {
-      const options = { maxPoints: pointsFor(element), ...(window || {}) };
+      const options = { maxPoints: pointsFor(element), rank: trace.rank, ...(window || {}) };
       jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
         out[panel.id][index] = series.points;
-        labelTrace(trace, series);
+        if (!trace.rank) labelTrace(trace, series);
         if (!window || window.until === undefined) noteExtent(series.points);
         if (series.eta !== undefined) state.progress = series.eta;
-        if (series.points.length) state.latest[trace.metric] = series.points.at(-1)[1];
+        if (series.points.length && !trace.rank) state.latest[trace.metric] = series.points.at(-1)[1];
       }));
     });
   }
@@ -178,7 +178,9 @@ async function loadHost(host, { fixed = null } = {}) {
   state.nowRow.clear();
   refreshNow();
   refreshDiagnosis();
-  // The history is fetched while plotly.js may still be compiling; drawing waits for both.
+  // The history is fetched while plotly.js may still be compiling; drawing waits for both. The catalog
+  // says first how many GPUs the host has: the GPU charts get a line for each.
+  setGpuParts(await fetchCatalog(host).catch(() => null));
   const past = fixed ? fetchCharts({ since: fixed[0], until: fixed[1] }) : fetchLive();
   const [series, markers] = await Promise.all([past, fetchMarkers(), refreshHosts()]);
   await plotlyReady;
@@ -273,6 +275,29 @@ const fetchRate = throttle(async () => {
   renderProgress($("progress"), state.progress, state.latest);
 }, 3000);
 const throttledHosts = throttle(refreshHosts, 5000);
+
+// The stream carries host series only: each GPU's line is fetched from where it ends, every few
+// seconds while GPU samples arrive, and drawn like the stream's points. A host whose GPU count
+// changed (sampling started after the page loaded) is loaded again with a line per GPU.
+const fetchGpuParts = throttle(async () => {
+  const host = state.host;
+  const catalog = await fetchCatalog(host).catch(() => null);
+  if (host !== state.host || state.zoom) return;
+  if (catalog && setGpuParts(catalog)) {
+    state.loading = loadHost(host);
+    return;
+  }
+  for (const panel of PANELS.filter((p) => p.perGpu)) {
+    const element = $(panel.id);
+    await Promise.all(panel.traces.map(async (trace, index) => {
+      if (!trace.rank) return;
+      const since = lastTime(element, index);
+      const series = await fetchSeries(host, trace.metric, { since, maxPoints: 500, rank: trace.rank });
+      if (host === state.host && !state.zoom && series.points.length) queuePoints(panel.id, index, series.points);
+    }));
+  }
+  scheduleDraw();
+}, 5000);
 const throttledMarkers = throttle(refreshMarkers, 1000);
 
 // Live points wait for animation frames, and each frame redraws ONE chart: the one whose points have
@@ -399,6 +424,7 @@ function onSample({ host, points }) {
     if (state.zoom) continue;
     queueLive(metric, values);
     if (metric === "completions") fetchRate();
+    if (metric.startsWith("gpu_")) fetchGpuParts();
   }
   scheduleDraw();
   throttledHosts();
@@ -419,7 +445,8 @@ async function backfill() {
       const element = $(panel.id);
       panel.traces.forEach((trace, index) => {
         const since = lastTime(element, index);
-        jobs.push(fetchSeries(state.host, trace.metric, { since, maxPoints: CHART_POINTS }).then((series) => {
+        const options = { since, maxPoints: CHART_POINTS, rank: trace.rank };
+        jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
           const points = since === undefined ? series.points : series.points.filter(([t]) => t > since);
           return [element, index, points];
         }));
