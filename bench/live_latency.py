@@ -168,8 +168,8 @@ def main() -> None:
         finally:
             browser.close()
     for name, runs in results.items():
-        p95 = [r["append_to_pixel_ms"]["p95"] for r in runs]  # type: ignore[index]
-        p50 = [r["append_to_pixel_ms"]["p50"] for r in runs]  # type: ignore[index]
+        p95 = [r["append_to_pixel_ms"]["p95"] for r in runs]
+        p50 = [r["append_to_pixel_ms"]["p50"] for r in runs]
         print(f"{name}: append-to-pixel p50 median {statistics.median(p50)} ms, p95 median {statistics.median(p95)} ms")
 
 

@@ -331,10 +331,16 @@ function oldestPending() {
 function drawPending() {
   frameRequested = false;
   if (state.filling) return;  // resumed when the refill landed, after its last point
-  if (state.zoom || !pending.size) {
+  if (state.zoom) {
     pending.clear();
+    following.clear();
     pendingCount = 0;
     passOpen = false;
+    return;
+  }
+  if (!pending.size) {
+    passOpen = false;
+    followOne();
     return;
   }
   if (!passOpen) {
@@ -343,6 +349,7 @@ function drawPending() {
   }
   const { panel, entry } = oldestPending();
   pending.delete(panel.id);
+  following.delete(panel.id);  // its redraw moves it onto the shared window
   for (const points of entry.byIndex.values()) pendingCount -= points.length;
   const element = $(panel.id);
   const range = currentWindow();
@@ -350,27 +357,42 @@ function drawPending() {
   if (range) noteApplied(range);
   if (traceLength(element) >= CHART_POINTS) {
     compactHistory();
-  } else if (pending.size) {
-    scheduleDraw();
-  } else {
+    return;
+  }
+  if (!pending.size) {
     passOpen = false;
     if (range) followAxis();
   }
+  if (pending.size || following.size) scheduleDraw();
 }
 
-// Charts without new points follow the shared time axis too, but at most once a second: their
-// range is cosmetic, and a redraw of each in every frame would delay the charts that have news.
-// An empty chart follows too: it keeps a date axis on the shared window, never plotly's linear -1..6.
+// Charts without new points follow the shared time axis too, at most once a second, and one chart
+// a frame after the charts with news: their range is cosmetic, and a relayout costs about what a
+// redraw does. An empty chart follows too: it keeps a date axis on the shared window, never
+// plotly's linear -1..6.
+const following = new Set();  // panel ids whose x range is behind the shared window
+
 const followAxis = throttle(() => {
   const range = currentWindow();
   if (state.zoom || !range || !$(PANELS[0].id).data) return;
-  noteApplied(range);
   for (const panel of PANELS) {
     const axis = $(panel.id).layout?.xaxis;
     const shown = axis?.range?.map((x) => new Date(x).getTime() / 1000);
-    if (!shown || Math.abs(shown[1] - range[1]) > 0.5 || Math.abs(shown[0] - range[0]) > 0.5) setXRange($(panel.id), range);
+    if (!shown || Math.abs(shown[1] - range[1]) > 0.5 || Math.abs(shown[0] - range[0]) > 0.5) following.add(panel.id);
   }
+  scheduleDraw();
 }, 1000);
+
+function followOne() {
+  const panel = PANELS.find((p) => following.has(p.id));
+  if (!panel) return;
+  following.delete(panel.id);
+  const range = currentWindow();
+  if (!range || !$(panel.id).data) return;
+  noteApplied(range);
+  setXRange($(panel.id), range);
+  if (following.size) scheduleDraw();
+}
 
 // A point not newer than what a trace already ends with came twice (replay, backfill or a refill's
 // history overlap the stream): drop it.
