@@ -74,7 +74,9 @@ export function createChart(element, panel, { series = [], range = null, markers
     // rows that cover the lines and the markers' labels.
     margin: { l: 56, r: many ? 200 : panel.traces.some((t) => t.axis === "y2") ? 56 : 16, t: 32, b: 32 },
     yaxis: { ...theme.yaxis, ...(panel.yrange ? { range: panel.yrange, autorange: false } : {}) },
-    yaxis2: { overlaying: "y", side: "right", showgrid: false, rangemode: "tozero", color: cssVar("--accent2") },
+    // The right axis shows while a trace on it does (input tok/s starts hidden: no ticks of nothing).
+    yaxis2: { overlaying: "y", side: "right", showgrid: false, rangemode: "tozero", color: cssVar("--accent2"),
+              visible: panel.traces.some((t) => t.axis === "y2" && !t.hidden) },
     showlegend: panel.traces.length > 1,
     legend: many ? { orientation: "v", x: 1.01, xanchor: "left", y: 1, yanchor: "top", font: { size: 11 } }
                  : { orientation: "h", x: 1, xanchor: "right", y: 1.12 },
@@ -104,6 +106,12 @@ export function createChart(element, panel, { series = [], range = null, markers
                  // A double-click is the page's (back to the live window), not plotly's reset to the first range.
                  { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"],
                    doubleClick: false });
+  element.on("plotly_restyle", () => syncRightAxis(element));  // a legend click shows or hides a trace
+}
+
+function syncRightAxis(element) {
+  const shown = element.data.some((trace) => trace.yaxis === "y2" && trace.visible === true);
+  if (element.layout.yaxis2 && element.layout.yaxis2.visible !== shown) Plotly.relayout(element, { "yaxis2.visible": shown });
 }
 
 export function setTrace(element, index, points) {

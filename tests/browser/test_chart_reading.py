@@ -142,6 +142,7 @@ def test_gen_throughput_stays_readable_beside_input_spikes(reading: str, page: A
     open_page(page, reading)
     chart = "document.getElementById('chart-throughput')"
     assert page.evaluate(f"{chart}.data[1].visible") == "legendonly"
+    assert page.evaluate(f"{chart}._fullLayout.yaxis2.visible") is False  # no right axis of nothing shown
     assert page.evaluate(f"{chart}.data[1].y.length") >= HISTORY_S // 10 - 1  # input's points are there
     gen_range = page.evaluate(f"{chart}._fullLayout.yaxis.range")
     assert 1320 <= gen_range[1] <= 1600, gen_range  # the axis is gen's: max 1,320, not input's 48,000
@@ -154,6 +155,7 @@ def test_gen_throughput_stays_readable_beside_input_spikes(reading: str, page: A
     page.locator("#chart-throughput .legend .traces", has_text="input tok/s").click()
     page.wait_for_function(f"{chart}.data[1].visible === true")
     page.wait_for_function("document.querySelectorAll('#chart-throughput .scatterlayer .trace').length === 2")
+    page.wait_for_function(f"{chart}._fullLayout.yaxis2.visible === true")
     assert page.evaluate(f"{chart}._fullLayout.yaxis2.range")[1] >= 48_000
     assert page.evaluate(f"{chart}._fullLayout.yaxis.range") == pytest.approx(gen_range)
     page.locator("#chart-throughput").screenshot(path=str(ARTIFACTS / "chart-throughput-input-shown.png"))
