@@ -42,7 +42,9 @@ async function fetchCharts(window) {
     const element = $(panel.id);
     out[panel.id] = panel.traces.map(() => []);
     panel.traces.forEach((trace, index) => {
-      const options = { maxPoints: pointsFor(element), rank: trace.rank, ...(window || {}) };
+      // One GPU's line is context beside the host's: a quarter of the detail (every point costs a redraw).
+      const maxPoints = trace.rank ? Math.round(pointsFor(element) / 4) : pointsFor(element);
+      const options = { maxPoints, rank: trace.rank, ...(window || {}) };
       jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
         out[panel.id][index] = series.points;
         if (!trace.rank) labelTrace(trace, series);
