@@ -180,21 +180,28 @@ async function loadHost(host, { fixed = null } = {}) {
   state.nowRow.clear();
   refreshNow();
   refreshDiagnosis();
-  // The history is fetched while plotly.js may still be compiling; drawing waits for both. The catalog
-  // says first how many GPUs the host has: the GPU charts get a line for each.
-  setGpuParts(await fetchCatalog(host).catch(() => null));
-  const past = fixed ? fetchCharts({ since: fixed[0], until: fixed[1] }) : fetchLive();
-  const [series, markers] = await Promise.all([past, fetchMarkers(), refreshHosts()]);
-  await plotlyReady;
-  const range = fixed || currentWindow();
-  noteApplied(range);
-  PANELS.forEach((panel, i) => {
-    createChart($(panel.id), panel, { series: series[panel.id], range, markers,
-                                      labels: markerLabels(i, markers) });
-    $(panel.id).on("plotly_relayout", (event) => onRelayout(panel.id, event));
-    // A double-click: back to the live window (plotly's own reset to the first range is off, see charts.js).
-    $(panel.id).on("plotly_doubleclick", () => (state.zoom ? backToLive() : alignLive()));
-  });
+  // Live points of this host wait for its charts (drawn after their history, as after a refill).
+  state.filling += 1;
+  try {
+    // The history is fetched while plotly.js may still be compiling; drawing waits for both. The catalog
+    // says first how many GPUs the host has: the GPU charts get a line for each.
+    setGpuParts(await fetchCatalog(host).catch(() => null));
+    const past = fixed ? fetchCharts({ since: fixed[0], until: fixed[1] }) : fetchLive();
+    const [series, markers] = await Promise.all([past, fetchMarkers(), refreshHosts()]);
+    await plotlyReady;
+    const range = fixed || currentWindow();
+    noteApplied(range);
+    PANELS.forEach((panel, i) => {
+      createChart($(panel.id), panel, { series: series[panel.id], range, markers,
+                                        labels: markerLabels(i, markers) });
+      $(panel.id).on("plotly_relayout", (event) => onRelayout(panel.id, event));
+      // A double-click: back to the live window (plotly's own reset to the first range is off, see charts.js).
+      $(panel.id).on("plotly_doubleclick", () => (state.zoom ? backToLive() : alignLive()));
+    });
+  } finally {
+    state.filling -= 1;
+    scheduleDraw();
+  }
   performance.mark("kvwatch-charts-drawn");
 }
 
