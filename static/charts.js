@@ -67,16 +67,17 @@ function themed() {
 export function createChart(element, panel, { series = [], range = null, markers = [], labels = true } = {}) {
   const theme = themed();
   const many = panel.traces.length > 3;
+  const rightAxisShown = panel.traces.some((t) => t.axis === "y2" && !t.hidden);
   const layout = {
     ...theme,
     title: { text: panel.title, font: { size: 14 }, x: 0.01, xanchor: "left" },
     // A chart with a line per GPU lists them to the right of the plot: across the top they wrap into
     // rows that cover the lines and the markers' labels.
-    margin: { l: 56, r: many ? 200 : panel.traces.some((t) => t.axis === "y2") ? 56 : 16, t: 32, b: 32 },
+    margin: { l: 56, r: many ? 200 : rightAxisShown ? 56 : 16, t: 32, b: 32 },
     yaxis: { ...theme.yaxis, ...(panel.yrange ? { range: panel.yrange, autorange: false } : {}) },
     // The right axis shows while a trace on it does (input tok/s starts hidden: no ticks of nothing).
     yaxis2: { overlaying: "y", side: "right", showgrid: false, rangemode: "tozero", color: cssVar("--accent2"),
-              visible: panel.traces.some((t) => t.axis === "y2" && !t.hidden) },
+              visible: rightAxisShown },
     showlegend: panel.traces.length > 1,
     legend: many ? { orientation: "v", x: 1.01, xanchor: "left", y: 1, yanchor: "top", font: { size: 11 } }
                  : { orientation: "h", x: 1, xanchor: "right", y: 1.12 },
@@ -111,7 +112,9 @@ export function createChart(element, panel, { series = [], range = null, markers
 
 function syncRightAxis(element) {
   const shown = element.data.some((trace) => trace.yaxis === "y2" && trace.visible === true);
-  if (element.layout.yaxis2 && element.layout.yaxis2.visible !== shown) Plotly.relayout(element, { "yaxis2.visible": shown });
+  if (element.layout.yaxis2 && element.layout.yaxis2.visible !== shown) {
+    Plotly.relayout(element, { "yaxis2.visible": shown, ...(element.data.length > 3 ? {} : { "margin.r": shown ? 56 : 16 }) });
+  }
 }
 
 export function setTrace(element, index, points) {
