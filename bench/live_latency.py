@@ -8,15 +8,24 @@ its line. For every line, one after the other at a random 150-300 ms pace:
 - drawn: the first animation frame after the throughput chart's SVG changed with the value in its
   data (plotly draws SVG synchronously; that frame paints it).
 Both are wall-clock instants on this machine (time.time() and performance.timeOrigin + now()).
-usage: PYTHONPATH=. python bench/live_latency.py [N_LINES]
+The requests chart is watched the same way (its running line carries n): it is drawn after the
+throughput chart, so it shows what a chart further down the page waits.
+In the page, each `Plotly.redraw` (the live path's redraw) and `Plotly.relayout` is timed by wrapping
+plotly's functions from the bench (the page has no hook for it), and long tasks are counted.
+
+With `--before-static DIR` (e.g. `git archive <commit> static | tar -x -C DIR`), the page files are
+swapped like bench/dashboard_page_ab.py does, and `before` and `after` alternate in one sitting, each
+round with its own host log, store and app: the load of this shared machine changes by the minute.
+usage: PYTHONPATH=. python bench/live_latency.py [N_LINES] [--before-static DIR] [--rounds R]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
-import sys
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +35,7 @@ import httpx
 from playwright.sync_api import sync_playwright
 
 from bench._sshd import pct, throwaway_sshd
+from bench.dashboard_page_ab import swapped
 from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
@@ -37,20 +47,37 @@ HISTORY = 30
 # When the chart's SVG changes, one animation frame later (the paint): stamp the values first seen.
 # Watching for changes, rather than polling every frame, keeps the watcher from making frames itself.
 WATCH = """() => {
-    window.drawnAt = {};
-    const chart = document.getElementById('chart-throughput');
-    let asked = false;
-    const look = () => {
-        asked = false;
-        const y = chart.data?.[0]?.y || [];
-        const now = performance.timeOrigin + performance.now();
-        for (let i = Math.max(0, y.length - 64); i < y.length; i++) {
-            if (!(y[i] in window.drawnAt)) window.drawnAt[y[i]] = now;
+    window.drawnAt = {'chart-throughput': {}, 'chart-requests': {}};
+    for (const id of Object.keys(window.drawnAt)) {
+        const chart = document.getElementById(id);
+        const seen = window.drawnAt[id];
+        let asked = false;
+        const look = () => {
+            asked = false;
+            const y = chart.data?.[0]?.y || [];
+            const now = performance.timeOrigin + performance.now();
+            for (let i = Math.max(0, y.length - 64); i < y.length; i++) if (!(y[i] in seen)) seen[y[i]] = now;
+        };
+        new MutationObserver(() => { if (!asked) { asked = true; requestAnimationFrame(look); } })
+            .observe(chart, {subtree: true, childList: true, attributes: true});
+        look();
+    }
+    window.timed = {redraw: [], relayout: [], longtasks: 0, longtask_ms: 0};
+    for (const name of ['redraw', 'relayout']) {
+        const original = Plotly[name];
+        Plotly[name] = function (...args) {
+            const start = performance.now();
+            const out = original.apply(this, args);
+            window.timed[name].push(performance.now() - start);
+            return out;
+        };
+    }
+    new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) {
+            window.timed.longtasks += 1;
+            window.timed.longtask_ms += entry.duration;
         }
-    };
-    new MutationObserver(() => { if (!asked) { asked = true; requestAnimationFrame(look); } })
-        .observe(chart, {subtree: true, childList: true, attributes: true});
-    look();
+    }).observe({entryTypes: ['longtask']});
 }"""
 
 
@@ -70,11 +97,19 @@ def wait_stored(client: httpx.Client, value: float, timeout: float = 5.0) -> flo
     return None
 
 
-def run(n: int, server: Sshd, tmp: Path, page: Any) -> dict[str, object]:
+def ms(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    return {"p50": round(pct(values, 0.5), 1), "p95": round(pct(values, 0.95), 1), "max": round(max(values), 1)}
+
+
+def run(n: int, server: Sshd, tmp: Path, page: Any, static: Path | None = None) -> dict[str, object]:
     log = server.dir / "server.log"
+    log.unlink(missing_ok=True)
     append_lines(log, 1, HISTORY)
     services = build_services(config(server, tmp))
-    app = start_uvicorn(create_app(services))
+    app = start_uvicorn(swapped(create_app(services), static, False) if static else create_app(services))
+    load = [os.getloadavg()[0]]
     try:
         with httpx.Client(base_url=app.url, timeout=5) as client:
             if wait_stored(client, 900 + HISTORY, timeout=20) is None:
@@ -91,27 +126,51 @@ def run(n: int, server: Sshd, tmp: Path, page: Any) -> dict[str, object]:
                 time.sleep(max(0.0, appended[line] + random.uniform(0.15, 0.3) - time.time()))
             time.sleep(2)
             drawn = page.evaluate("window.drawnAt")
+            timed = page.evaluate("window.timed")
+            load.append(os.getloadavg()[0])
     finally:
         page.goto("about:blank")  # the stream closes before the server stops
         app.stop()  # its lifespan stops the collectors
     to_store = [(stored[k] - a) * 1000 for k, a in appended.items() if stored[k] is not None]
-    to_pixel = [drawn[str(900 + k)] - a * 1000 for k, a in appended.items() if str(900 + k) in drawn]
+    seen, requests = drawn["chart-throughput"], drawn["chart-requests"]
+    to_pixel = [seen[str(900 + k)] - a * 1000 for k, a in appended.items() if str(900 + k) in seen]
+    to_requests = [requests[str(k)] - a * 1000 for k, a in appended.items() if str(k) in requests]
     return {"lines": n, "stored": len(to_store), "drawn": len(to_pixel),
-            "append_to_stored_ms": {"p50": round(pct(to_store, 0.5), 1), "p95": round(pct(to_store, 0.95), 1)},
-            "append_to_pixel_ms": {"p50": round(pct(to_pixel, 0.5), 1), "p95": round(pct(to_pixel, 0.95), 1),
-                                   "max": round(max(to_pixel), 1)},
-            "load_avg": os.getloadavg()[0]}
+            "append_to_stored_ms": ms(to_store), "append_to_pixel_ms": ms(to_pixel),
+            "append_to_pixel_requests_chart_ms": ms(to_requests),
+            "redraw_ms": {"n": len(timed["redraw"]), **ms(timed["redraw"])},
+            "relayout_ms": {"n": len(timed["relayout"]), **ms(timed["relayout"])},
+            "long_tasks": timed["longtasks"], "long_task_ms": round(timed["longtask_ms"]),
+            "load_avg": load}
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 60
-    with throwaway_sshd() as server, tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("lines", type=int, nargs="?", default=60)
+    parser.add_argument("--before-static", type=Path)
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    variants: list[tuple[str, Path | None]] = [("after", None)]
+    if args.before_static:
+        variants.insert(0, ("before", args.before_static))
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in variants}
+    with throwaway_sshd() as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1600, "height": 1000})
         try:
-            print(json.dumps(run(n, server, Path(tmp), page)), flush=True)
+            for _ in range(args.rounds):
+                for name, static in variants:
+                    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+                    with tempfile.TemporaryDirectory() as tmp:
+                        result = run(args.lines, server, Path(tmp), page, static)
+                    page.close()
+                    results[name].append(result)
+                    print(json.dumps({"variant": name, **result}), flush=True)
         finally:
             browser.close()
+    for name, runs in results.items():
+        p95 = [r["append_to_pixel_ms"]["p95"] for r in runs]
+        p50 = [r["append_to_pixel_ms"]["p50"] for r in runs]
+        print(f"{name}: append-to-pixel p50 median {statistics.median(p50)} ms, p95 median {statistics.median(p95)} ms")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,11 @@ export function fetchSeries(host, metric, { since, until, maxPoints = 2000, rank
   return getJSON(`/api/series?${query}`);
 }
 
+// The metric catalog with `host_metrics`: what each of the host's series combines (how many GPUs).
+export function fetchCatalog(host) {
+  return getJSON(`/api/catalog?${new URLSearchParams({ host })}`);
+}
+
 export function fetchRuns(host) {
   return optionalJSON(`/api/runs?${new URLSearchParams({ host })}`);
 }

@@ -1,17 +1,17 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
-import { fetchAlerts, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
-import { appendPoints, createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
+import { fetchAlerts, fetchCatalog, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
+import { appendPoints, createChart, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
 import { createNowRow } from "./nowrow.js";
-import { PANELS, labelTrace, tracesFor } from "./panels.js";
+import { PANELS, labelTrace, setGpuParts, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
 import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 import { liveFetch, liveWindow, readLocation, renderRangeButtons, writeLocation } from "./timerange.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
-                notified: new Set(), extent: [Infinity, -Infinity], loading: null, backfilling: false,
+                notified: new Set(), extent: [Infinity, -Infinity], loading: null, filling: 0,
                 refillWhenShown: false, range: "all", nowRow: null, runsKey: null };
 // The most points a trace keeps in the browser; history beyond it is downsampled by the server.
 const CHART_POINTS = 5000;
@@ -42,13 +42,15 @@ async function fetchCharts(window) {
     const element = $(panel.id);
     out[panel.id] = panel.traces.map(() => []);
     panel.traces.forEach((trace, index) => {
-      const options = { maxPoints: pointsFor(element), ...(window || {}) };
+      // One GPU's line is context beside the host's: a quarter of the detail (every point costs a redraw).
+      const maxPoints = trace.rank ? Math.round(pointsFor(element) / 4) : pointsFor(element);
+      const options = { maxPoints, rank: trace.rank, ...(window || {}) };
       jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
         out[panel.id][index] = series.points;
-        labelTrace(trace, series);
+        if (!trace.rank) labelTrace(trace, series);
         if (!window || window.until === undefined) noteExtent(series.points);
         if (series.eta !== undefined) state.progress = series.eta;
-        if (series.points.length) state.latest[trace.metric] = series.points.at(-1)[1];
+        if (series.points.length && !trace.rank) state.latest[trace.metric] = series.points.at(-1)[1];
       }));
     });
   }
@@ -56,9 +58,8 @@ async function fetchCharts(window) {
   return out;
 }
 
-async function fillCharts(window) {
-  const series = await fetchCharts(window);
-  for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
+function fillCharts(window) {
+  return refill(() => fetchCharts(window));
 }
 
 // The live view's history: the chosen range at full detail, or everything. A host whose data stopped
@@ -72,9 +73,28 @@ async function fetchLive() {
   return series;
 }
 
-async function fillLive() {
-  const series = await fetchLive();
-  for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
+function fillLive() {
+  return refill(fetchLive);
+}
+
+// A refill replaces every chart's traces with history from the server (a zoom, a range button, back to
+// live, a chart at its bound). Refills and live drawing never interleave: while one is in flight, live
+// points wait in `pending` and are drawn after its last point once it landed. Refills may overlap (a
+// zoom while the previous window is still loading): only the newest one's answer is drawn; an older
+// answer that lands later is dropped, never drawn over the newer history.
+let fillGeneration = 0;
+
+async function refill(fetch) {
+  const generation = ++fillGeneration;
+  state.filling += 1;
+  try {
+    const series = await fetch();
+    if (generation !== fillGeneration) return;
+    for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
+  } finally {
+    state.filling -= 1;
+    scheduleDraw();
+  }
 }
 
 const currentWindow = () => liveWindow(state.range, state.extent);
@@ -152,25 +172,36 @@ async function loadHost(host, { fixed = null } = {}) {
   state.runsKey = null;
   state.progress = null;
   pending.clear();  // live points of the host shown before must not land on this one's charts
+  pendingCount = 0;
+  fillGeneration += 1;  // nor a refill or backfill of it that is still in flight
   $("host-picker").value = host;
   updateLiveBadge();
   showHostPanels(host);
   state.nowRow.clear();
   refreshNow();
   refreshDiagnosis();
-  // The history is fetched while plotly.js may still be compiling; drawing waits for both.
-  const past = fixed ? fetchCharts({ since: fixed[0], until: fixed[1] }) : fetchLive();
-  const [series, markers] = await Promise.all([past, fetchMarkers(), refreshHosts()]);
-  await plotlyReady;
-  const range = fixed || currentWindow();
-  noteApplied(range);
-  PANELS.forEach((panel, i) => {
-    createChart($(panel.id), panel, { series: series[panel.id], range, markers,
-                                      labels: markerLabels(i, markers) });
-    $(panel.id).on("plotly_relayout", (event) => onRelayout(panel.id, event));
-    // A double-click: back to the live window (plotly's own reset to the first range is off, see charts.js).
-    $(panel.id).on("plotly_doubleclick", () => (state.zoom ? backToLive() : alignLive()));
-  });
+  // Live points of this host wait for its charts (drawn after their history, as after a refill).
+  state.filling += 1;
+  try {
+    // The history is fetched while plotly.js may still be compiling; drawing waits for both. The catalog
+    // says first how many GPUs the host has: the GPU charts get a line for each.
+    setGpuParts(await fetchCatalog(host).catch(() => null));
+    const past = fixed ? fetchCharts({ since: fixed[0], until: fixed[1] }) : fetchLive();
+    const [series, markers] = await Promise.all([past, fetchMarkers(), refreshHosts()]);
+    await plotlyReady;
+    const range = fixed || currentWindow();
+    noteApplied(range);
+    PANELS.forEach((panel, i) => {
+      createChart($(panel.id), panel, { series: series[panel.id], range, markers,
+                                        labels: markerLabels(i, markers) });
+      $(panel.id).on("plotly_relayout", (event) => onRelayout(panel.id, event));
+      // A double-click: back to the live window (plotly's own reset to the first range is off, see charts.js).
+      $(panel.id).on("plotly_doubleclick", () => (state.zoom ? backToLive() : alignLive()));
+    });
+  } finally {
+    state.filling -= 1;
+    scheduleDraw();
+  }
   performance.mark("kvwatch-charts-drawn");
 }
 
@@ -187,10 +218,7 @@ function pickRange(range) {
   writeLocation({ host: state.host, range, fixed: null });
   renderRangeButtons($("range-picker"), range, pickRange);
   updateLiveBadge();
-  catchUp(async () => {
-    await fillLive();
-    alignLive();
-  });
+  fillLive().then(alignLive);
 }
 
 // The row of current values: the status answer on load and host change, then the stream's samples.
@@ -248,19 +276,50 @@ const fetchRate = throttle(async () => {
   const element = $("chart-completions");
   const since = lastTime(element, 1);
   const series = await fetchSeries(state.host, "completion_rate", { since, maxPoints: 500 });
-  if (!state.zoom) extendTrace(element, 1, series.points);
+  if (!state.zoom && series.points.length) {  // drawn like the stream's points, never over a refill
+    queuePoints("chart-completions", 1, series.points);
+    scheduleDraw();
+  }
   if (series.eta) state.progress = series.eta;
   renderProgress($("progress"), state.progress, state.latest);
 }, 3000);
 const throttledHosts = throttle(refreshHosts, 5000);
+
+// The stream carries host series only: each GPU's line is fetched from where it ends, every few
+// seconds while GPU samples arrive, and drawn like the stream's points. A host whose GPU count
+// changed (sampling started after the page loaded) is loaded again with a line per GPU.
+const fetchGpuParts = throttle(async () => {
+  const host = state.host;
+  const catalog = await fetchCatalog(host).catch(() => null);
+  if (host !== state.host || state.zoom) return;
+  if (catalog && setGpuParts(catalog)) {
+    state.loading = loadHost(host);
+    return;
+  }
+  for (const panel of PANELS.filter((p) => p.perGpu)) {
+    const element = $(panel.id);
+    await Promise.all(panel.traces.map(async (trace, index) => {
+      if (!trace.rank) return;
+      const since = lastTime(element, index);
+      const series = await fetchSeries(host, trace.metric, { since, maxPoints: 500, rank: trace.rank });
+      if (host === state.host && !state.zoom && series.points.length) queuePoints(panel.id, index, series.points);
+    }));
+  }
+  scheduleDraw();
+}, 5000);
 const throttledMarkers = throttle(refreshMarkers, 1000);
 
-// Live points wait for the next animation frame: every sample that arrives within one frame is drawn
-// in one redraw per chart, so a point is on screen one frame after it arrives. A hidden tab gets no
-// frames and draws nothing; when it is shown again one frame draws everything it buffered.
-const pending = new Map();  // panel id -> Map(trace index -> [[t, v], ...])
+// Live points wait for animation frames, and each frame redraws ONE chart: the one whose points have
+// waited longest (top to bottom on a tie). A plotly redraw is a full recompute of its chart (20-40 ms
+// here, several times that on a loaded machine), so drawing every chart with news in one frame kept
+// the first chart's pixels, and every stream event behind it, waiting for the last chart; one chart a
+// frame puts each on screen as soon as it is drawn. Points that arrive for a chart still queued join
+// its next redraw. A hidden tab gets no frames and draws nothing; when it is shown again one pass
+// over the charts draws everything it buffered (`kvwatchDraws` counts passes).
+const pending = new Map();  // panel id -> {since: ms queued, byIndex: Map(trace index -> [[t, v], ...])}
 let frameRequested = false;
 let pendingCount = 0;
+let passOpen = false;
 window.kvwatchDraws = 0;
 
 function scheduleDraw() {
@@ -269,48 +328,88 @@ function scheduleDraw() {
   requestAnimationFrame(drawPending);
 }
 
-function drawPending() {
-  frameRequested = false;
-  if (state.backfilling) return;  // resumed after the backfill, in order
-  pendingCount = 0;
-  if (state.zoom || !pending.size) {
-    pending.clear();
-    return;
+function oldestPending() {
+  let oldest = null;
+  for (const panel of PANELS) {  // panel order: the oldest wins, the upper chart on a tie
+    const entry = pending.get(panel.id);
+    if (entry && (!oldest || entry.since < oldest.entry.since)) oldest = { panel, entry };
   }
-  const range = currentWindow();
-  for (const panel of PANELS) {  // top to bottom: the first charts are on screen first
-    const byIndex = pending.get(panel.id);
-    if (byIndex) appendPoints($(panel.id), inOrder($(panel.id), byIndex), range, CHART_POINTS);
-  }
-  pending.clear();
-  if (range) {
-    noteApplied(range);
-    followAxis(range);
-  }
-  window.kvwatchDraws += 1;
-  if (PANELS.some((panel) => traceLength($(panel.id)) >= CHART_POINTS)) compactHistory();
+  return oldest;
 }
 
-// Charts without new points follow the shared time axis too, but at most once a second: their
-// range is cosmetic, and a redraw of each in every frame would delay the charts that have news.
-// An empty chart follows too: it keeps a date axis on the shared window, never plotly's linear -1..6.
+function drawPending() {
+  frameRequested = false;
+  if (state.filling) return;  // resumed when the refill landed, after its last point
+  if (state.zoom) {
+    pending.clear();
+    following.clear();
+    pendingCount = 0;
+    passOpen = false;
+    return;
+  }
+  if (!pending.size) {
+    passOpen = false;
+    followOne();
+    return;
+  }
+  if (!passOpen) {
+    passOpen = true;
+    window.kvwatchDraws += 1;
+  }
+  const { panel, entry } = oldestPending();
+  pending.delete(panel.id);
+  following.delete(panel.id);  // its redraw moves it onto the shared window
+  for (const points of entry.byIndex.values()) pendingCount -= points.length;
+  const element = $(panel.id);
+  const range = currentWindow();
+  appendPoints(element, inOrder(element, entry.byIndex), range, CHART_POINTS);
+  if (range) noteApplied(range);
+  if (traceLength(element) >= CHART_POINTS) {
+    compactHistory();
+    return;
+  }
+  if (!pending.size) {
+    passOpen = false;
+    if (range) followAxis();
+  }
+  if (pending.size || following.size) scheduleDraw();
+}
+
+// Charts without new points follow the shared time axis too, at most once a second, and one chart
+// a frame after the charts with news: their range is cosmetic, and a relayout costs about what a
+// redraw does. An empty chart follows too: it keeps a date axis on the shared window, never
+// plotly's linear -1..6.
+const following = new Set();  // panel ids whose x range is behind the shared window
+
 const followAxis = throttle(() => {
   const range = currentWindow();
   if (state.zoom || !range || !$(PANELS[0].id).data) return;
-  noteApplied(range);
   for (const panel of PANELS) {
     const axis = $(panel.id).layout?.xaxis;
     const shown = axis?.range?.map((x) => new Date(x).getTime() / 1000);
-    if (!shown || Math.abs(shown[1] - range[1]) > 0.5 || Math.abs(shown[0] - range[0]) > 0.5) setXRange($(panel.id), range);
+    if (!shown || Math.abs(shown[1] - range[1]) > 0.5 || Math.abs(shown[0] - range[0]) > 0.5) following.add(panel.id);
   }
+  scheduleDraw();
 }, 1000);
 
-// A point older than what a trace already ends with came twice (replay and backfill overlap): drop it.
+function followOne() {
+  const panel = PANELS.find((p) => following.has(p.id));
+  if (!panel) return;
+  following.delete(panel.id);
+  const range = currentWindow();
+  if (!range || !$(panel.id).data) return;
+  noteApplied(range);
+  setXRange($(panel.id), range);
+  if (following.size) scheduleDraw();
+}
+
+// A point not newer than what a trace already ends with came twice (replay, backfill or a refill's
+// history overlap the stream): drop it.
 function inOrder(element, byIndex) {
   const out = new Map();
   for (const [index, points] of byIndex) {
     const last = lastTime(element, index);
-    out.set(index, last === undefined ? points : points.filter(([t]) => t >= last));
+    out.set(index, last === undefined ? points : points.filter(([t]) => t > last));
   }
   return out;
 }
@@ -322,18 +421,21 @@ function traceLength(element) {
 // A chart that reached its bound gets its whole history again, downsampled by the server: the
 // browser keeps at most CHART_POINTS a trace, and a zoom fetches a window at full detail.
 function compactHistory() {
-  catchUp(fillLive);
+  passOpen = false;
+  fillLive();
+}
+
+function queuePoints(panelId, index, values) {
+  const entry = pending.get(panelId) || { since: performance.now(), byIndex: new Map() };
+  const queued = entry.byIndex.get(index) || [];
+  queued.push(...values);
+  entry.byIndex.set(index, queued);
+  pending.set(panelId, entry);
+  pendingCount += values.length;
 }
 
 function queueLive(metric, values) {
-  for (const { panel, index } of tracesFor(metric)) {
-    const byIndex = pending.get(panel.id) || new Map();
-    const queued = byIndex.get(index) || [];
-    queued.push(...values);
-    byIndex.set(index, queued);
-    pending.set(panel.id, byIndex);
-    pendingCount += values.length;
-  }
+  for (const { panel, index } of tracesFor(metric)) queuePoints(panel.id, index, values);
   // Hidden for long: rather than buffer without end, forget the points and refetch once shown.
   if (pendingCount > CHART_POINTS * PANELS.length) {
     pending.clear();
@@ -353,57 +455,58 @@ function onSample({ host, points }) {
     if (state.zoom) continue;
     queueLive(metric, values);
     if (metric === "completions") fetchRate();
+    if (metric.startsWith("gpu_")) fetchGpuParts();
   }
   scheduleDraw();
   throttledHosts();
   throttledNow();  // the 5-min mean, completions/s and ETA are the server's
 }
 
-// Live drawing pauses while `fetch` refills the charts; what arrived meanwhile is drawn after it.
-async function catchUp(fetch) {
-  if (state.backfilling || !state.host) return;
-  state.backfilling = true;
-  try {
-    await fetch();
-  } finally {
-    state.backfilling = false;
-    scheduleDraw();
-  }
-}
-
 // The points a trace misses after its last one, from /api/series: after a stream the server could
 // not replay (restarted, or away longer than its replay log), and on the stream's first open (what
-// was stored between the history fetch and the stream's start).
+// was stored between the history fetch and the stream's start). Live drawing waits for it like for a
+// refill; a refill that started meanwhile fetched all of it, so then its answer is dropped.
 async function backfill() {
-  if (state.zoom) return;
-  const jobs = [];
-  for (const panel of PANELS) {
-    const element = $(panel.id);
-    panel.traces.forEach((trace, index) => {
-      const since = lastTime(element, index);
-      jobs.push(fetchSeries(state.host, trace.metric, { since, maxPoints: CHART_POINTS }).then((series) => {
-        const points = since === undefined ? series.points : series.points.filter(([t]) => t > since);
+  if (state.zoom || !state.host) return;
+  const generation = fillGeneration;
+  state.filling += 1;
+  try {
+    const jobs = [];
+    for (const panel of PANELS) {
+      const element = $(panel.id);
+      panel.traces.forEach((trace, index) => {
+        const since = lastTime(element, index);
+        const options = { since, maxPoints: CHART_POINTS, rank: trace.rank };
+        jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
+          const points = since === undefined ? series.points : series.points.filter(([t]) => t > since);
+          return [element, index, points];
+        }));
+      });
+    }
+    const answers = await Promise.all(jobs);
+    if (generation === fillGeneration && !state.zoom) {
+      for (const [element, index, points] of answers) {
         noteExtent(points);
-        return [element, index, points];
-      }));
-    });
+        if (points.length) extendTraces(element, new Map([[index, points]]), CHART_POINTS);
+      }
+      alignLive();
+    }
+  } finally {
+    state.filling -= 1;
+    scheduleDraw();
+    window.kvwatchBackfills = (window.kvwatchBackfills || 0) + 1;
   }
-  for (const [element, index, points] of await Promise.all(jobs)) {
-    if (points.length) extendTraces(element, new Map([[index, points]]), CHART_POINTS);
-  }
-  alignLive();
-  window.kvwatchBackfills = (window.kvwatchBackfills || 0) + 1;
 }
 
 function onHello({ resumed_from: resumedFrom, replayed }) {
-  if (!resumedFrom || !replayed) catchUp(backfill);
+  if (!resumedFrom || !replayed) backfill();
 }
 
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "hidden") return;
   if (state.refillWhenShown) {
     state.refillWhenShown = false;
-    catchUp(fillLive);
+    fillLive();
   } else {
     scheduleDraw();
   }

@@ -1,6 +1,8 @@
 // Plotly only: one chart per panel, fed with [t, v] points (t in epoch seconds, plotted as dates).
 
 const WINDOW_POINTS = 10000;
+// One colour per GPU line (eight apart, then again), none of them the host lines' two accents.
+const PART_COLORS = ["#7c3aed", "#0891b2", "#65a30d", "#db2777", "#ca8a04", "#475569", "#ea580c", "#0d9488"];
 
 function cssVar(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -64,14 +66,21 @@ function themed() {
 // One newPlot with history, range and markers: every later relayout or restyle is another full redraw.
 export function createChart(element, panel, { series = [], range = null, markers = [], labels = true } = {}) {
   const theme = themed();
+  const many = panel.traces.length > 3;
+  const rightAxisShown = panel.traces.some((t) => t.axis === "y2" && !t.hidden);
   const layout = {
     ...theme,
     title: { text: panel.title, font: { size: 14 }, x: 0.01, xanchor: "left" },
-    margin: { l: 56, r: panel.traces.some((t) => t.axis === "y2") ? 56 : 16, t: 32, b: 32 },
+    // A chart with a line per GPU lists them to the right of the plot: across the top they wrap into
+    // rows that cover the lines and the markers' labels.
+    margin: { l: 56, r: many ? 200 : rightAxisShown ? 56 : 16, t: 32, b: 32 },
     yaxis: { ...theme.yaxis, ...(panel.yrange ? { range: panel.yrange, autorange: false } : {}) },
-    yaxis2: { overlaying: "y", side: "right", showgrid: false, rangemode: "tozero", color: cssVar("--accent2") },
+    // The right axis shows while a trace on it does (input tok/s starts hidden: no ticks of nothing).
+    yaxis2: { overlaying: "y", side: "right", showgrid: false, rangemode: "tozero", color: cssVar("--accent2"),
+              visible: rightAxisShown },
     showlegend: panel.traces.length > 1,
-    legend: { orientation: "h", x: 1, xanchor: "right", y: 1.12 },
+    legend: many ? { orientation: "v", x: 1.01, xanchor: "left", y: 1, yanchor: "top", font: { size: 11 } }
+                 : { orientation: "h", x: 1, xanchor: "right", y: 1.12 },
     hovermode: "x unified",
     uirevision: "keep",
   };
@@ -79,20 +88,33 @@ export function createChart(element, panel, { series = [], range = null, markers
     type: "line", xref: "paper", x0: 0, x1: 1, y0: panel.threshold, y1: panel.threshold,
     line: { dash: "dot", color: cssVar("--bad"), width: 2 }, name: "threshold",
   }];
-  Object.assign(layout, markerLayout(element, markers, labels));
-  element.markerCount = markers.length;
   if (range) Object.assign(layout.xaxis, { range: range.map((t) => new Date(t * 1000)), autorange: false });
+  Object.assign(layout, markerLayout(element, markers, labels, range || shownRange(element, markers)));
+  element.markerCount = markers.length;
   const colors = [cssVar("--accent"), cssVar("--accent2")];
   const shown = panel.traces.map((_, i) => gapped(element, i, series[i] || []));
+  let part = 0;
   const data = panel.traces.map((trace, i) => ({
-    x: toX(shown[i]), y: shown[i].map(([, v]) => v), name: trace.name, type: "scatter", connectgaps: false,
-    mode: "lines", yaxis: trace.axis || "y", line: { width: 1.5, color: colors[i % colors.length] },
+    x: toX(shown[i]), y: shown[i].map(([, v]) => v), name: plainText(trace.name), type: "scatter",
+    connectgaps: false, mode: "lines", yaxis: trace.axis || "y", visible: trace.hidden ? "legendonly" : true,
+    // one GPU's line: thin, in a colour of its own, under the host's lines
+    line: trace.rank ? { width: 1, color: PART_COLORS[part++ % PART_COLORS.length] }
+                     : { width: 2, color: colors[i % colors.length] },
+    opacity: trace.rank ? 0.75 : 1,
   }));
   element.received = data.reduce((sum, trace) => sum + trace.x.length, 0);
   Plotly.newPlot(element, data, layout,
                  // A double-click is the page's (back to the live window), not plotly's reset to the first range.
                  { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"],
                    doubleClick: false });
+  element.on("plotly_restyle", () => syncRightAxis(element));  // a legend click shows or hides a trace
+}
+
+function syncRightAxis(element) {
+  const shown = element.data.some((trace) => trace.yaxis === "y2" && trace.visible === true);
+  if (element.layout.yaxis2 && element.layout.yaxis2.visible !== shown) {
+    Plotly.relayout(element, { "yaxis2.visible": shown, ...(element.data.length > 3 ? {} : { "margin.r": shown ? 56 : 16 }) });
+  }
 }
 
 export function setTrace(element, index, points) {
@@ -153,32 +175,84 @@ export function lastTime(element, index) {
   return x && x.length ? new Date(x[x.length - 1]).getTime() / 1000 : undefined;
 }
 
-// Markers: a vertical line per run start / server event, labelled at the top of the chart.
+// Text from a log (a flag's value, an event) is text on the chart, never markup: plotly reads tags
+// and entities in labels, so these three are written as entities it turns back into characters.
+export function plainText(text) {
+  return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+// Markers: a vertical line per run start / server event, a short label at the top of the plot area
+// (the whole story on hover). Labels that would overlap go one row down; three rows at most, and a
+// marker with no room left keeps its line without a label.
 export function setMarkers(element, markers, { labels = true } = {}) {
   Plotly.relayout(element, markerLayout(element, markers, labels));
   element.markerCount = markers.length;
 }
 
-function markerLayout(element, markers, labels) {
+const LABEL_ROWS = 3;
+const CHAR_PX = 6.2;  // 10 px labels: a generous width per character, so estimates never overlap
+
+function markerLayout(element, markers, labels, range = shownRange(element, markers)) {
+  element.markers = markers;
+  element.markerLabels = labels;
   const shapes = [...element.thresholdShapes];
-  const annotations = [];
   for (const marker of markers) {
     const x = new Date(marker.t * 1000);
     shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, name: `marker-${marker.kind}`,
                   line: { color: cssVar(marker.kind === "failure" ? "--bad" : "--marker"), width: 1.5, dash: "dash" } });
-    if (labels) {
-      annotations.push({ x, xref: "x", yref: "paper", y: 1, yanchor: "bottom", xanchor: "left", text: marker.label,
-                         showarrow: false,
-                         font: { size: 10, color: cssVar("--muted") }, hovertext: marker.detail || marker.label });
-    }
   }
-  return { shapes, annotations };
+  return { shapes, annotations: labels ? labelRows(element, markers, range) : [] };
+}
+
+function plotWidth(element) {
+  const size = element._fullLayout?._size;
+  return size ? size.w : Math.max(200, (element.clientWidth || 800) - 72);
+}
+
+function shownRange(element, markers) {
+  const range = element.layout?.xaxis?.range?.map((x) => new Date(x).getTime() / 1000);
+  if (range && range.every(Number.isFinite)) return range;
+  const times = markers.map((m) => m.t);
+  return times.length ? [Math.min(...times) - 60, Math.max(...times) + 60] : null;
+}
+
+function labelRows(element, markers, range) {
+  const width = plotWidth(element);
+  const span = range ? Math.max(1e-6, range[1] - range[0]) : 0;
+  const rowEnds = [];
+  const out = [];
+  for (const marker of [...markers].sort((a, b) => a.t - b.t)) {
+    const px = span ? ((marker.t - range[0]) / span) * width : 0;
+    const textPx = marker.label.length * CHAR_PX + 8;
+    const left = px + textPx > width;  // no room to the right of its line: the label goes left of it
+    const start = left ? px - textPx : px;
+    let row = 0;
+    while (row < rowEnds.length && rowEnds[row] > start - 4) row += 1;
+    if (row >= LABEL_ROWS) continue;
+    rowEnds[row] = start + textPx;
+    const detail = Array.isArray(marker.detail) ? marker.detail : [marker.detail || marker.label];
+    out.push({ x: new Date(marker.t * 1000), xref: "x", yref: "paper", y: 1 - row * 0.09, yanchor: "top",
+               xanchor: left ? "right" : "left", text: plainText(marker.label), showarrow: false,
+               bgcolor: cssVar("--card"), opacity: 0.9, borderpad: 1,
+               font: { size: 10, color: cssVar("--fg") }, hovertext: detail.map(plainText).join("<br>"),
+               hoverlabel: { align: "left" }, name: `label-${marker.kind}` });
+  }
+  return out;
+}
+
+// The labels' rows depend on how many seconds a pixel is: a range of another length places them again.
+function relabel(element, range) {
+  if (!range || !element.markers?.length || !element.markerLabels) return {};
+  const before = shownRange(element, element.markers);
+  const length = range[1] - range[0];
+  if (before && Math.abs((before[1] - before[0]) - length) <= 0.01 * length) return {};
+  return { annotations: labelRows(element, element.markers, range) };
 }
 
 export function setXRange(element, range) {
   // The type is repeated: plotly re-guesses "linear" for a chart that has no points yet.
   const update = range ? { "xaxis.type": "date", "xaxis.range": range.map((t) => new Date(t * 1000)),
-                           "xaxis.autorange": false }
+                           "xaxis.autorange": false, ...relabel(element, range) }
                        : { "xaxis.type": "date", "xaxis.autorange": true };
   Plotly.relayout(element, update);
 }

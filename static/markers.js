@@ -25,14 +25,25 @@ export function changedFlags(previous, current) {
   return changed;
 }
 
+const SHORT = 28;  // a run's label on the chart: "run 3: mem-fraction-static=0.85" or "run 3: 4 flags"
+
+function flagLines(flags) {
+  return Object.keys(flags || {}).sort().map((key) => `${key}=${flags[key]}`);
+}
+
+// Short labels on the chart; the run's id, what changed and all of its flags on hover (`detail`,
+// lines of plain text: charts.js escapes them, a flag's value is never markup).
 export function runMarkers(runs) {
   const sorted = [...(runs || [])].filter((r) => epoch(r.started_at) !== undefined)
     .sort((a, b) => epoch(a.started_at) - epoch(b.started_at));
   return sorted.map((run, i) => {
     const changed = i === 0 ? [] : changedFlags(sorted[i - 1].flags, run.flags);
-    const label = changed.length ? `run ${run.id}: ${changed.join(" ")}` : `run ${run.id}`;
-    return { t: epoch(run.started_at), kind: "run", label: label.length > 60 ? `${label.slice(0, 57)}…` : label,
-             detail: label };
+    let label = `run ${i + 1}`;
+    if (changed.length === 1) label += `: ${changed[0].length > SHORT ? `${changed[0].slice(0, SHORT - 1)}…` : changed[0]}`;
+    else if (changed.length > 1) label += `: ${changed.length} flags`;
+    const detail = [`run ${run.id}`, ...(changed.length ? ["changed:", ...changed.map((c) => `  ${c}`)] : []),
+                    "flags:", ...flagLines(run.flags).map((f) => `  ${f}`)];
+    return { t: epoch(run.started_at), kind: "run", label, detail };
   });
 }
 
