@@ -80,6 +80,7 @@ class Tail:
         self.max_line = max_line
         self.stats = TailStats()
         self.behind = False  # more bytes were available than one poll reads
+        self.size_seen = 0  # the current file's size at the last read (catch-up progress)
         self.state: TailState | None = state if state is not None and state.generation > 0 else None
         self._restore(self.state)
 
@@ -227,6 +228,7 @@ class Tail:
             self.behind = True  # the copy, if any, then the new file: from the next poll on
             return self._truncated(st)
         avail = st.size - cur.read_pos
+        self.size_seen = st.size
         self.behind = avail > self.read_chunk
         if avail <= 0:
             return []

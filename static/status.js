@@ -1,4 +1,5 @@
 // Everything around the charts: host strip, the three sources with freshness, alerts.
+import { catchUpText } from "./hostpanels.js";
 
 const STALE_S = 120;
 
@@ -61,6 +62,8 @@ export function renderSources(container, host, fetchedAt) {
       card.append(line);
       card.append(el("p", { class: source.unparsed ? "warn" : "muted" },
         `${source.lines} lines · ${source.records} records · ${source.unparsed} unparsed`));
+      const catchUp = catchUpText(source);
+      if (catchUp) card.append(el("p", { class: "catchup", "data-testid": "catchup" }, catchUp));
     }
     container.append(card);
   }
