@@ -66,11 +66,12 @@ def read_chunks(run: Run, key: tuple[str, str, str], since: float | None, until:
 
 
 def merge(raw: tuple[F64, F64], chunked: tuple[F64, F64]) -> tuple[F64, F64]:
-    """Single-row samples and chunk samples as one series in time order (stable: ties keep arrival)."""
+    """Chunk samples (a backlog) and single-row samples as one series in time order; samples of one
+    time keep chunks first, then rows (the order SQL gives rows of one time is unspecified anyway)."""
     if not len(chunked[0]):
         return raw
-    t = np.concatenate([raw[0], chunked[0]])
-    v = np.concatenate([raw[1], chunked[1]])
+    t = np.concatenate([chunked[0], raw[0]])
+    v = np.concatenate([chunked[1], raw[1]])
     order = np.argsort(t, kind="stable")
     return np.ascontiguousarray(t[order]), np.ascontiguousarray(v[order])
 
