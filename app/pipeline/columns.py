@@ -169,7 +169,29 @@ def fast_records(parser: LineParser, lines: list[Line]) -> tuple[list[pa.Table],
 
 
 def table_times(stamps: pa.ChunkedArray, clock: SourceClock | None, now: float) -> F64:
-    """Each row's UTC epoch: every distinct stamp converted once by the source's clock."""
+    """Each row's UTC epoch. Stamps are read as wall epochs at once; the source's clock converts one
+    wall hour at a time when the zone's offset holds over it (always, but in a DST change's hour)."""
+    try:
+        wall = pc.strptime(stamps, format="%Y-%m-%dT%H:%M:%S", unit="s").cast(pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # other stamp layouts: one by one
+        return _each_stamp(stamps, clock, now)
+    walls = np.asarray(wall.to_numpy(), dtype=np.float64)
+    if clock is None:
+        return walls
+    out = np.empty_like(walls)
+    hours = walls // 3600
+    for hour in np.unique(hours):
+        rows = np.flatnonzero(hours == hour)
+        first, last = float(walls[rows].min()), float(walls[rows].max())
+        shift = clock.utc(first) - first
+        if clock.utc(last) - last == shift:
+            out[rows] = walls[rows] + shift - clock.skew_correction_s
+        else:
+            out[rows] = [clock.utc(w) - clock.skew_correction_s for w in walls[rows].tolist()]
+    return out
+
+
+def _each_stamp(stamps: pa.ChunkedArray, clock: SourceClock | None, now: float) -> F64:
     encoded = pc.dictionary_encode(stamps).combine_chunks()
     distinct = [record_time({"ts": ts}, now, clock) for ts in encoded.dictionary.to_pylist()]
     times: F64 = np.asarray(distinct, dtype=np.float64)[encoded.indices.to_numpy()]

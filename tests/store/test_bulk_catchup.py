@@ -27,13 +27,13 @@ START = 1771930154  # 2026-02-24T10:49:14Z
 PATH = "/logs/server.log"
 
 
-def dp_log(steps: int, seed: int = 5) -> list[str]:
+def dp_log(steps: int, seed: int = 5, start: int = START) -> list[str]:
     """SGLang lines of a 4-rank DP-attention run: decode per rank (with speculative acceptance),
     a prefill, an access line; DP3 falls silent for a minute; one retraction event."""
     rng = random.Random(seed)
     out: list[str] = []
     for step in range(steps):
-        ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(START + step * 13 // 10))
+        ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(start + step * 13 // 10))
         for rank in range(4):
             if rank == 3 and 1000 <= step < 1050:
                 continue
@@ -58,8 +58,8 @@ def as_lines(texts: list[str]) -> list[Line]:
     return lines
 
 
-def deliver(store: Store, host: str, lines: list[Line], pieces: list[int]) -> None:
-    sink = StoreSink(host, store, EventBus(), timezone="UTC")
+def deliver(store: Store, host: str, lines: list[Line], pieces: list[int], zone: str = "UTC") -> None:
+    sink = StoreSink(host, store, EventBus(), timezone=zone)
     sink.load_state(host, "server_log", PATH)
     start = 0
     for size in pieces:
@@ -159,3 +159,16 @@ def test_prune_trims_chunks_at_the_cut_and_keeps_rollups(both: Store) -> None:
     assert both.raw_start("bulk", "gen_throughput", "DP0") == float(left[0])
     extent = both.extent("bulk", "gen_throughput", "DP0")
     assert extent is not None and extent[0] < cut  # the rollups still remember the pruned part
+
+
+def test_naive_stamps_across_a_dst_change_agree(store: Store) -> None:
+    """New York's clocks jump from 02:00 to 03:00 on 2026-03-08: the bulk path converts wall stamps
+    an hour at a time, and stamp by stamp in an hour where the offset changes."""
+    lines = as_lines(dp_log(2000, start=1772933400))  # 2026-03-08 01:30 as wall time, read as UTC
+    deliver(store, "live", lines, [100] * (len(lines) // 100 + 1), zone="America/New_York")
+    deliver(store, "bulk", lines, [len(lines)], zone="America/New_York")
+    t_live, v_live = by_time(*store.series("live", "running_req", "DP0"))
+    t_bulk, v_bulk = by_time(*store.series("bulk", "running_req", "DP0"))
+    assert len(t_live) > 1000
+    np.testing.assert_array_equal(t_bulk, t_live)
+    np.testing.assert_array_equal(v_bulk, v_live)
