@@ -10,7 +10,7 @@ each step one decode line per DP rank, a prefill line and an access line), and s
 - `kvwatch serve` (a subprocess, a kvwatch.toml naming the host over that sshd) from its start until
   `/api/series?metric=gen_throughput` answers the file's last decode stamp; its peak RSS from wait4.
   `--baseline REF` runs the same for a git ref (exported with `git archive` into bench/scratch/),
-  before this checkout's code, in the same run. `--postgres` adds the same on a temp PostgreSQL cluster.
+  after this checkout's code, in the same run. `--postgres` adds the same on a temp PostgreSQL cluster.
 While kvwatch catches up, `/api/hosts` is polled once a second; its catch-up fields (bytes read of
 bytes there, lines per second, time left) are printed as they were seen.
 Ratio reported: kvwatch seconds / (ssh cat seconds + SGLang parser seconds).
@@ -202,12 +202,12 @@ def main() -> None:
         print(json.dumps({"ssh_cat_s": round(cat, 2), "sglang_parser_s": round(upstream, 2),
                           "sglang_parser_rss_mib": round(upstream_rss), "floor_s": round(floor, 2)}), flush=True)
         runs: list[tuple[str, Path | None, str]] = []
-        if args.baseline:
-            runs.append((f"kvwatch {args.baseline}, SQLite", export_ref(args.baseline), "sqlite"))
         if not args.skip_current:
             runs.append(("kvwatch this checkout, SQLite", None, "sqlite"))
             if args.postgres:
                 runs.append(("kvwatch this checkout, PostgreSQL", None, "postgres"))
+        if args.baseline:
+            runs.append((f"kvwatch {args.baseline}, SQLite", export_ref(args.baseline), "sqlite"))
         for label, code, kind in runs:
             row = run_one(label, code, server, log, last_t, kind)
             row["ratio"] = round(float(row["s"]) / floor, 1)  # type: ignore[arg-type]
