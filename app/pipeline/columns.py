@@ -38,6 +38,7 @@ from kvwatch.parsers.columnar import ColumnarSglang
 from kvwatch.parsers.sglang import SglangParser
 
 BULK_LINES = 4096  # a delivery this long is a backlog read in large pieces, not lines as they come
+PARSE_SLICE = 16_384  # lines parsed together (Arrow arrays of a slice, not of a whole 8 MiB read)
 FIELDS_MAX = 1024  # positions: a record's fields are numbered below this (bounds keep 64 + 4)
 F64 = npt.NDArray[np.float64]
 
@@ -133,19 +134,27 @@ def bulk_batch(batch: Batch, parser: LineParser, lines: list[Line], bounds: Host
     """Fill `batch` (columns and events) from a backlog's lines; returns the number of records."""
     builder = ColumnBuilder(bounds)
     kept = bounds.lines(lines)
+    count = 0
+    for start in range(0, len(kept), PARSE_SLICE):  # parsed a slice at a time: bounded intermediates
+        count += _parse_slice(batch, builder, parser, kept[start:start + PARSE_SLICE], clock, now)
+    batch.columns.extend(builder.columns(aggregator))
+    return count
+
+
+def _parse_slice(batch: Batch, builder: ColumnBuilder, parser: LineParser, kept: list[Line],
+                 clock: SourceClock | None, now: float) -> int:
     tables, records = fast_records(parser, kept)
     for table in tables:
         builder.add_table(table, table_times(table.column("ts"), clock, now))
     offsets = {line.line_no: line.offset for line in kept} if records else {}
     for raw in records:
-        record = bounds.record(raw)
+        record = builder.bounds.record(raw)
         offset = offsets.get(int(record.get("line", 0)))
         appeared = clock.appeared_at(offset, now) if clock and offset is not None else now
         if record.get("kind") in SAMPLE_KINDS:
             builder.add(record, record_time(record, appeared, clock))
         else:
             batch.events.extend(record_rows(record, appeared, clock)[1])
-    batch.columns.extend(builder.columns(aggregator))
     return len(records) + sum(len(table) for table in tables)
 
 

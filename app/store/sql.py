@@ -115,7 +115,8 @@ class SqlStore:
     def _commit_columns(self, host: str, columns: list[chunks.SeriesColumns]) -> None:
         filled = [col for col in columns if len(col.t)]
         self._run_many(chunks.INSERT_CHUNK, [chunks.chunk_row(host, col) for col in filled])
-        self._run_many(UPSERT_ROLLUP, [row for col in filled for row in chunks.column_buckets(host, col)])
+        for col in filled:  # one series' buckets at a time: a backlog's rows are never all in memory
+            self._run_many(UPSERT_ROLLUP, chunks.column_buckets(host, col))
         self._run_many(
             "INSERT INTO series_catalog (host, metric, rank) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             sorted({(host, col.metric, col.rank) for col in filled}),

@@ -77,7 +77,8 @@ def by_time(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.fixture
-def both(store: Store) -> Store:
+def both(store: Store, monkeypatch: pytest.MonkeyPatch) -> Store:
+    monkeypatch.setattr(columns, "PARSE_SLICE", 3000)  # the backlog is parsed in three slices
     lines = as_lines(dp_log(2400))
     assert len(lines) > 2 * columns.BULK_LINES
     deliver(store, "live", lines, [100] * (len(lines) // 100 + 1))
