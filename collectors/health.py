@@ -52,6 +52,14 @@ class SourceHealth:
             return False
         self.missing, self.missing_since = missing, (time.time() if missing else None)
         return True
+    # Catch-up progress of the current file: bytes of it collected (stored) of its size at the last
+    # read; while behind, the lines a second since the catch-up began and the seconds left at that pace.
+    bytes_read: int = 0
+    bytes_total: int = 0
+    catching_up: bool = False
+    lines_per_s: float | None = None
+    eta_s: float | None = None
+    _since: tuple[float, int, int] | None = None  # (time, offset, lines) when this catch-up began
 
     def saw(self, lines: int, nbytes: int, records: int, unparsed: int) -> None:
         self.lines += lines
@@ -60,6 +68,23 @@ class SourceHealth:
         self.unparsed += unparsed
         if lines:
             self.last_line_at = time.time()
+
+    def progress(self, offset: int, size: int, now: float | None = None) -> None:
+        """Where the tail stands in its file after a delivery: (bytes collected, file size)."""
+        now = time.time() if now is None else now
+        self.bytes_read, self.bytes_total = offset, max(size, offset)
+        behind = offset < size
+        if behind and self._since is None:
+            self._since = (now, offset, self.lines)
+        if self._since is not None:
+            t0, offset0, lines0 = self._since
+            elapsed = max(now - t0, 1e-3)
+            self.lines_per_s = round((self.lines - lines0) / elapsed, 1)
+            pace = (offset - offset0) / elapsed
+            self.eta_s = round((size - offset) / pace, 1) if behind and pace > 0 else (0.0 if not behind else None)
+        if not behind:
+            self._since = None
+        self.catching_up = behind
 
     def add_counts(self, counts: dict[str, int]) -> None:
         for name, value in counts.items():
@@ -107,7 +132,7 @@ class HostHealth:
         now = time.time()
         sources = {}
         for key, source in self.sources.items():
-            item = asdict(source)
+            item = {k: v for k, v in asdict(source).items() if not k.startswith("_")}
             age = source.last_line_age(now)
             item["last_line_age_s"] = None if age is None else round(age, 1)
             sources[key] = item

@@ -256,6 +256,8 @@ class HostFollower:
         health = self.health.source(key[0], key[1])
         records, unparsed = delivered or (0, 0)
         health.saw(len(lines), tail.stats.bytes_read - bytes_before, records, unparsed)
+        if tail.state is not None:
+            health.progress(tail.state.offset, tail.size_seen)
         health.add_counts({k: v - counters[k] for k, v in tail_counters(tail.stats).items()})
         return True
 

@@ -81,6 +81,7 @@ class Tail:
         self.stats = TailStats()
         self.behind = False  # more bytes were available than one poll reads
         self.missing = False  # the path was not there at the last poll (deleted, moved, not yet created)
+        self.size_seen = 0  # the current file's size at the last read (catch-up progress)
         self.state: TailState | None = state if state is not None and state.generation > 0 else None
         self._restore(self.state)
 
@@ -229,6 +230,7 @@ class Tail:
             self.behind = True  # the copy, if any, then the new file: from the next poll on
             return self._truncated(st)
         avail = st.size - cur.read_pos
+        self.size_seen = st.size
         self.behind = avail > self.read_chunk
         if avail <= 0:
             return []

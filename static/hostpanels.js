@@ -20,3 +20,14 @@ export function refreshHostPanels(host) {
     refreshRuns(document.getElementById("compare-view"), host).catch(report("compare")),
   ]);
 }
+
+// A source still catching up on a file that was already there: bytes read of bytes there, pace, time left.
+export function catchUpText(source) {
+  if (!source || !source.catching_up || !source.bytes_total) return null;
+  const mib = (n) => (n / 1048576).toFixed(n < 10485760 ? 1 : 0);
+  const pct = Math.floor((100 * source.bytes_read) / source.bytes_total);
+  const parts = [`catching up: ${mib(source.bytes_read)} of ${mib(source.bytes_total)} MiB (${pct} %)`];
+  if (source.lines_per_s) parts.push(`${Math.round(source.lines_per_s).toLocaleString("en")} lines/s`);
+  if (source.eta_s !== null && source.eta_s !== undefined) parts.push(`${Math.ceil(source.eta_s)} s left`);
+  return parts.join(" · ");
+}

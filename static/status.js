@@ -1,4 +1,5 @@
 // Everything around the charts: host strip, the three sources with freshness, alerts.
+import { catchUpText } from "./hostpanels.js";
 
 const STALE_S = 120;
 
@@ -62,6 +63,8 @@ export function renderSources(container, host, fetchedAt) {
       card.append(el("p", { class: source.unparsed ? "warn" : "muted" },
         `${source.lines} lines · ${source.records} records · ${source.unparsed} unparsed`));
       if (source.missing) card.append(el("p", { class: "warn", "data-testid": "source-missing" }, "file missing"));
+      const catchUp = catchUpText(source);
+      if (catchUp) card.append(el("p", { class: "catchup", "data-testid": "catchup" }, catchUp));
     }
     if (title === "server log") card.append(...stampOutliers(host.stamps));
     container.append(card);

@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterable
 
 from kvwatch.app.pipeline.bounds import HostBounds
+from kvwatch.app.pipeline.columns import BULK_LINES, bulk_batch
 from kvwatch.app.pipeline.rows import RankAggregator, record_rows
 from kvwatch.app.pipeline.stamps import SourceClock
 from kvwatch.app.pipeline.watermark import StampGuard
@@ -46,6 +47,9 @@ class BatchBuilder:
             self.add_samples(batch, [Sample("completions", path, t, float(lines[-1].line_no))])
             return batch, len(lines), 0
         before = parser.health.unparsed
+        if len(lines) >= BULK_LINES:  # a backlog: columns, combined over the batch at once
+            count = bulk_batch(batch, parser, lines, self.bounds, self.aggregator, clock, now)
+            return batch, count, parser.health.unparsed - before
         count = 0
         for line in self.bounds.lines(lines):
             records = parser.feed(line.line_no, line.text)

@@ -82,6 +82,11 @@ class HostBounds:
                 kept.append(sample)
         return kept
 
+    def count_dropped(self, samples: int) -> None:
+        """Samples of a series refused by max_series, counted where a bulk batch refuses them at once."""
+        with self._lock:
+            self.dropped.samples += samples
+
     def as_dict(self) -> dict[str, int]:
         with self._lock:
             return asdict(self.dropped)

@@ -21,7 +21,8 @@ SAMPLE_KINDS = frozenset({"decode", "prefill", "stats", "gpu", "progress"})
 # Per-kind fields that are identifiers or labels, not series.
 NOT_SERIES = frozenset({"kind", "line", "ts", "tags", "gpu", "engine", "engines", "iter", "file", "cuda_graph"})
 PROGRESS_METRICS = {"done": "client_done", "total": "client_total"}
-__all__ = ["NOT_SERIES", "PROGRESS_METRICS", "SAMPLE_KINDS", "RankAggregator", "rank_of", "record_rows"]
+__all__ = ["NOT_SERIES", "PROGRESS_METRICS", "SAMPLE_KINDS", "RankAggregator", "metric_name", "rank_of", "record_rows",
+           "record_time"]
 
 
 def rank_of(record: dict[str, Any]) -> str:
@@ -38,13 +39,7 @@ def record_rows(record: dict[str, Any], now: float | None = None,
     `clock`: the source's zone and skew (app/pipeline/stamps.py); without one a naive stamp is UTC.
     `now`: the time of a record without a stamp (when its line appeared), default the current time.
     """
-    ts = record.get("ts")
-    read_at = now if now is not None else time.time()
-    if clock is not None:
-        t = clock.record_time(record, read_at)
-    else:  # Time-only stamps (SGLang 0.2/0.3) carry no date: take today's, as the line is read now.
-        t = to_epoch(ts, dt.datetime.now(dt.UTC).date()) if isinstance(ts, str) else None
-    t = t if t is not None else read_at
+    t = record_time(record, now if now is not None else time.time(), clock)
     kind = str(record.get("kind", ""))
     if kind not in SAMPLE_KINDS:
         data = {k: v for k, v in record.items() if k not in ("kind", "line")}
@@ -54,12 +49,22 @@ def record_rows(record: dict[str, Any], now: float | None = None,
     for key, value in record.items():
         if key in NOT_SERIES or isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        metric = PROGRESS_METRICS.get(key, key) if kind == "progress" else _metric_name(kind, key)
+        metric = PROGRESS_METRICS.get(key, key) if kind == "progress" else metric_name(kind, key)
         samples.append(Sample(metric, rank, t, float(value)))
     return samples, []
 
 
-def _metric_name(kind: str, key: str) -> str:
+def record_time(record: dict[str, Any], read_at: float, clock: SourceClock | None = None) -> float:
+    """The record's UTC epoch from its stamp (zone and skew by `clock`), else `read_at`."""
+    ts = record.get("ts")
+    if clock is not None:
+        t = clock.record_time(record, read_at)
+    else:  # Time-only stamps (SGLang 0.2/0.3) carry no date: take today's, as the line is read now.
+        t = to_epoch(ts, dt.datetime.now(dt.UTC).date()) if isinstance(ts, str) else None
+    return t if t is not None else read_at
+
+
+def metric_name(kind: str, key: str) -> str:
     if kind == "gpu":
         return f"gpu_{key}"
     if kind == "stats" and key == "prompt_throughput":

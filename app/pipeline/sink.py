@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import numpy as np
+
 from kvwatch.app.bus import EventBus
 from kvwatch.app.pipeline.batches import METRICS_PREFIX, BatchBuilder, parser_for
 from kvwatch.app.pipeline.catchup import mark_catch_up
@@ -25,6 +27,7 @@ from kvwatch.parsers import LineParser, Record, create_parser
 
 log = logging.getLogger(__name__)
 PUBLISHED_EVENTS = {"capacity": "run", "server_args": "run", "event": "event"}
+PUBLISH_POINTS = 2000  # per series and backlog batch on the stream; the store has them all
 
 
 class StoreSink:
@@ -99,6 +102,11 @@ class StoreSink:
         for sample in batch.samples:
             if not sample.rank:
                 points.setdefault(sample.metric, []).append([sample.t, sample.v])
+        for col in batch.columns:  # a backlog batch: its history thinned (the page redraws it downsampled)
+            if not col.rank and len(col.t):
+                keep = np.unique(np.linspace(0, len(col.t) - 1, min(len(col.t), PUBLISH_POINTS)).astype(np.intp))
+                points.setdefault(col.metric, []).extend(
+                    [t, v] for t, v in zip(col.t[keep].tolist(), col.v[keep].tolist(), strict=True))
         if points:
             self.bus.publish("sample", {"host": self.host, "points": points})
         for event in batch.events:

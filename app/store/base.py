@@ -36,6 +36,8 @@ class Batch:
     samples: list[Sample] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
     state: dict[str, Any] | None = None  # the tail's resume state after the last line of this batch
+    # A bulk batch's series as arrays (app/store/chunks.py SeriesColumns), stored as one row each.
+    columns: list[Any] = field(default_factory=list)
 
 
 class Store(Protocol):

@@ -5,7 +5,8 @@ migration in order, each in its own transaction with its version bump. Version 1
 walking skeleton's schema (its `IF NOT EXISTS` statements adopt databases created before
 migrations existed); version 2 adds the rollup table and backfills it from the raw samples;
 version 3 adds the series catalog (what `metrics`/`ranks` list) and, in SQLite, clusters the
-rollup table by its key.
+rollup table by its key; version 4 adds `sample_chunks`, a bulk batch's series as one row of arrays
+(app/store/chunks.py).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ class Migration:
 
 def _types(dialect: Dialect) -> dict[str, str]:
     if dialect == "postgres":
-        return {"real": "DOUBLE PRECISION", "id": "BIGSERIAL PRIMARY KEY", "int": "BIGINT"}
-    return {"real": "REAL", "id": "INTEGER PRIMARY KEY", "int": "INTEGER"}
+        return {"real": "DOUBLE PRECISION", "id": "BIGSERIAL PRIMARY KEY", "int": "BIGINT", "blob": "BYTEA"}
+    return {"real": "REAL", "id": "INTEGER PRIMARY KEY", "int": "INTEGER", "blob": "BLOB"}
 
 
 def migrations(dialect: Dialect) -> tuple[Migration, ...]:
@@ -64,7 +65,13 @@ def migrations(dialect: Dialect) -> tuple[Migration, ...]:
             "DROP TABLE samples_rollup",
             "ALTER TABLE samples_rollup_v3 RENAME TO samples_rollup",
         )
-    return (Migration(1, v1), Migration(2, v2, backfill_rollup=True), Migration(3, v3))
+    v4 = (
+        f"""CREATE TABLE sample_chunks (host TEXT NOT NULL, metric TEXT NOT NULL, rank TEXT NOT NULL,
+            t0 {real} NOT NULL, t1 {real} NOT NULL, n {int_} NOT NULL, ts {ty["blob"]} NOT NULL,
+            vs {ty["blob"]} NOT NULL)""",
+        "CREATE INDEX sample_chunks_series ON sample_chunks (host, metric, rank, t1)",
+    )
+    return (Migration(1, v1), Migration(2, v2, backfill_rollup=True), Migration(3, v3), Migration(4, v4))
 
 
 def _rollup_table(name: str, real: str, int_: str, suffix: str) -> str:
@@ -77,4 +84,4 @@ def _rollup_table(name: str, real: str, int_: str, suffix: str) -> str:
 
 
 CREATE_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
-LATEST_VERSION = 3
+LATEST_VERSION = 4

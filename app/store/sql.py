@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kvwatch.app.store import chunks
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.app.store.rollup import ROLLUP_WIDTHS, UPSERT_ROLLUP, bucket_rows, rollup_points
 from kvwatch.app.store.schema import CREATE_VERSION_TABLE, Dialect, Migration, migrations
@@ -103,6 +104,8 @@ class SqlStore:
                     "INSERT INTO series_catalog (host, metric, rank) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                     sorted({(batch.host, s.metric, s.rank) for s in batch.samples}),
                 )
+            if batch.columns:
+                self._commit_columns(batch.host, batch.columns)
             if batch.events:
                 self._run_many(
                     "INSERT INTO events (host, source, kind, t, line, data) VALUES (?, ?, ?, ?, ?, ?)",
@@ -115,6 +118,16 @@ class SqlStore:
                     " ON CONFLICT (host, source, path) DO UPDATE SET state = excluded.state",
                     (batch.host, batch.source, batch.path, json.dumps(batch.state)),
                 )
+
+    def _commit_columns(self, host: str, columns: list[chunks.SeriesColumns]) -> None:
+        filled = [col for col in columns if len(col.t)]
+        self._run_many(chunks.INSERT_CHUNK, [chunks.chunk_row(host, col) for col in filled])
+        for col in filled:  # one series' buckets at a time: a backlog's rows are never all in memory
+            self._run_many(UPSERT_ROLLUP, chunks.column_buckets(host, col))
+        self._run_many(
+            "INSERT INTO series_catalog (host, metric, rank) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            sorted({(host, col.metric, col.rank) for col in filled}),
+        )
 
     def put_document(self, kind: str, key: str, host: str, t: float, data: dict[str, Any]) -> None:
         with self._transaction():
@@ -176,7 +189,9 @@ class SqlStore:
                 edge = self._run(f"SELECT t {series} < ? ORDER BY t LIMIT 1 OFFSET ?", (*key, before, limit - 1))
                 if edge:
                     return self._rows_changed(f"DELETE {series} <= ?", (*key, float(edge[0][0])))
-            return self._rows_changed(f"DELETE {series} < ?", (*key, before))
+            # chunks go whole (or trimmed at `before`), `limit` or not: one is at most a batch
+            return self._rows_changed(f"DELETE {series} < ?", (*key, before)) + chunks.prune_chunks(
+                self._run, key, before)
 
     # -- reading ----------------------------------------------------------------------------
     def load_state(self, host: str, source: str, path: str) -> dict[str, Any] | None:
@@ -191,11 +206,13 @@ class SqlStore:
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         where, params = _window("t", [host, metric, rank], since, until)
         rows = self._read(f"SELECT t, v FROM samples WHERE host = ? AND metric = ? AND rank = ?{where}"
-                         " ORDER BY t", params)
-        if not rows:
-            return EMPTY
-        table = np.asarray(rows, dtype=np.float64)
-        return np.ascontiguousarray(table[:, 0]), np.ascontiguousarray(table[:, 1])
+                          " ORDER BY t", params)
+        chunked = chunks.read_chunks(self._read, (host, metric, rank), since, until)
+        raw = EMPTY
+        if rows:
+            table = np.asarray(rows, dtype=np.float64)
+            raw = np.ascontiguousarray(table[:, 0]), np.ascontiguousarray(table[:, 1])
+        return chunks.merge(raw, chunked)
 
     def rollup(
         self, host: str, metric: str, width: int, rank: str = "",
@@ -242,7 +259,9 @@ class SqlStore:
             "SELECT t FROM samples WHERE host = ? AND metric = ? AND rank = ? ORDER BY t LIMIT 1",
             (host, metric, rank),
         )
-        return float(rows[0][0]) if rows else None
+        chunked = chunks.first_chunk_t(self._read, (host, metric, rank))
+        firsts = [float(rows[0][0])] if rows else []
+        return min([*firsts, chunked]) if chunked is not None else (firsts[0] if firsts else None)
 
     def extent(self, host: str, metric: str, rank: str = "") -> tuple[float, float] | None:
         key = (host, metric, rank)
@@ -264,7 +283,11 @@ class SqlStore:
             "SELECT t, v FROM samples WHERE host = ? AND metric = ? AND rank = ? ORDER BY t DESC LIMIT 1",
             (host, metric, rank),
         )
-        return None if not rows else (float(rows[0][0]), float(rows[0][1]))
+        chunked = chunks.latest_chunk(self._read, (host, metric, rank))
+        raw = None if not rows else (float(rows[0][0]), float(rows[0][1]))
+        if chunked is None or (raw is not None and raw[0] > chunked[0]):
+            return raw
+        return chunked
 
     def ranks(self, host: str, metric: str) -> list[str]:
         rows = self._read("SELECT rank FROM series_catalog WHERE host = ? AND metric = ?", (host, metric))
