@@ -115,3 +115,17 @@ export async function postRestart(host, { flags, expectedRun, token }) {
   try { answer = JSON.parse(text); } catch { answer = { detail: text }; }
   return { status: response.status, statusText: response.statusText, answer };
 }
+
+// Acknowledge, mute (for `forS` seconds) or unmute one alert; the token is the restart panel's.
+export async function postAlertAction(host, rule, action, { token, forS } = {}) {
+  const path = `/api/alerts/${encodeURIComponent(host)}/${encodeURIComponent(rule)}/${action}`;
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+    body: JSON.stringify(forS ? { for_s: forS } : {}),
+  });
+  const text = await response.text();
+  let answer;
+  try { answer = JSON.parse(text); } catch { answer = { detail: text }; }
+  return { status: response.status, answer };
+}

@@ -6,12 +6,13 @@ import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
 import { createNowRow } from "./nowrow.js";
 import { PANELS, labelTrace, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
-import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
+import { createAlertBanner } from "./alertbanner.js";
+import { renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 import { liveFetch, liveWindow, readLocation, renderRangeButtons, writeLocation } from "./timerange.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
-                notified: new Set(), extent: [Infinity, -Infinity], loading: null, backfilling: false,
+                banner: null, extent: [Infinity, -Infinity], loading: null, backfilling: false,
                 refillWhenShown: false, range: "all", nowRow: null, runsKey: null };
 // The most points a trace keeps in the browser; history beyond it is downsampled by the server.
 const CHART_POINTS = 5000;
@@ -420,7 +421,7 @@ function onHostEvent(data) {
 }
 
 async function refreshAlerts() {
-  renderAlerts($("alert-banner"), await fetchAlerts(), state.notified);
+  state.banner.render(await fetchAlerts());
 }
 
 const throttledNow = throttle(refreshNow, 5000);
@@ -470,6 +471,7 @@ function setupTheme() {
 
 async function main() {
   setupTheme();
+  state.banner = createAlertBanner($("alert-banner"), { onChanged: refreshAlerts });
   state.nowRow = createNowRow($("now-row"));
   const wanted = readLocation(location);
   state.range = wanted.range;
