@@ -63,6 +63,18 @@ function notify(alert) {
   new Notification(`kvwatch: ${alert.host}`, { body: alert.headline || alert.rule, tag: `${alert.host}/${alert.rule}` });
 }
 
+// Permission is asked only when the person clicks the button, never on load.
+export function setupNotifyButton(button) {
+  if (!("Notification" in window) || Notification.permission !== "default") {
+    button.hidden = true;
+    return;
+  }
+  button.addEventListener("click", async () => {
+    await Notification.requestPermission();
+    button.hidden = true;
+  });
+}
+
 // `onChanged` reloads the alerts after an action (every other tab hears it as an SSE `alert` event).
 export function createAlertBanner(banner, { onChanged }) {
   const state = { alerts: [], seen: null, pending: null };

@@ -1,13 +1,14 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
 import { fetchAlerts, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
-import { appendPoints, createChart, extendTrace, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
+import { appendPoints, createChart, extendTrace, extendTraces, lastTime, setMarkers, setTraces, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
 import { createNowRow } from "./nowrow.js";
 import { PANELS, labelTrace, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
-import { createAlertBanner } from "./alertbanner.js";
+import { createAlertBanner, setupNotifyButton } from "./alertbanner.js";
 import { renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
+import { setupTheme } from "./theme.js";
 import { liveFetch, liveWindow, readLocation, renderRangeButtons, writeLocation } from "./timerange.js";
 
 const $ = (id) => document.getElementById(id);
@@ -449,28 +450,9 @@ const onRun = throttle(() => {
   refreshHostPanels(state.host);
 }, 1000);
 
-function setupTheme() {
-  const apply = (theme) => {
-    document.documentElement.dataset.theme = theme;
-    $("theme").textContent = `theme: ${theme}`;
-    for (const panel of PANELS) if ($(panel.id).data) retheme($(panel.id));
-  };
-  const themes = ["auto", "light", "dark"];
-  apply(localStorage.getItem("kvwatch-theme") || "auto");
-  $("theme").addEventListener("click", () => {
-    const next = themes[(themes.indexOf(document.documentElement.dataset.theme) + 1) % themes.length];
-    localStorage.setItem("kvwatch-theme", next);
-    apply(next);
-  });
-  if (!("Notification" in window) || Notification.permission !== "default") $("notify").hidden = true;
-  $("notify").addEventListener("click", async () => {
-    await Notification.requestPermission();
-    $("notify").hidden = true;
-  });
-}
-
 async function main() {
-  setupTheme();
+  setupTheme($("theme"));
+  setupNotifyButton($("notify"));
   state.banner = createAlertBanner($("alert-banner"), { onChanged: refreshAlerts });
   state.nowRow = createNowRow($("now-row"));
   const wanted = readLocation(location);

@@ -17,10 +17,11 @@ from kvwatch.app.api.restart import require_same_origin, require_token
 
 router = APIRouter(tags=["alerts"])
 PROTECTED = [Depends(require_token), Depends(require_same_origin)]
+DEFAULT_MUTE_S = 3600.0
 
 
 class MuteBody(BaseModel):
-    for_s: float = Field(3600.0, gt=0, le=MAX_SILENCE_S, description="how long no webhook is sent, seconds")
+    for_s: float = Field(DEFAULT_MUTE_S, gt=0, le=MAX_SILENCE_S, description="how long no webhook is sent, seconds")
 
 
 @router.get("/api/alerts")
@@ -58,7 +59,7 @@ def mute(host: str, rule: str, services: ServicesDep, body: MuteBody | None = No
     alerting = _alerting(services)
     _current(alerting, host, rule)
     now = time.time()
-    alerting.engine.silences.mute(host, rule, now + (body or MuteBody()).for_s, now)
+    alerting.engine.silences.mute(host, rule, now + (body.for_s if body is not None else DEFAULT_MUTE_S), now)
     return _announce(alerting, host, rule)
 
 

@@ -130,3 +130,47 @@ def test_acknowledge_and_mute_need_the_token_and_every_tab_follows(saturated: st
         tab.locator(f"{FIRING}:not(.silenced)").wait_for(timeout=10_000)
     assert api_alert(saturated)["muted_until"] is None
     other.close()
+
+
+# Chromium headless shows no notifications: the page's calls are recorded, and passed on to the real API.
+RECORD_NOTIFICATIONS = """
+window.shown = []; window.asked = 0;
+const Real = window.Notification;
+class Recorded extends Real {
+  constructor(title, options) { super(title, options); window.shown.push({ title, body: options && options.body }); }
+  static get permission() { return Real.permission; }
+  static requestPermission() { window.asked += 1; return Real.requestPermission(); }
+}
+window.Notification = Recorded;
+"""
+
+
+@pytest.fixture
+def starting(tmp_path: Path, serve_app: Any) -> Iterator[str]:
+    """A run that saturates from its first second, with a 60 s `for`: the alert fires while the page is open."""
+    run = ScriptedRun(tmp_path, history_s=2)
+    config = run.config()
+    config = replace(config, tables={"alerts": {"token_usage_high": {"for": "60s", "debounce": "5s"}}})
+    services = build_services(config)
+    for collector in services.collectors.values():
+        collector.interval = 0.1
+    server = serve_app(create_app(services))
+    run.start()
+    yield server.url
+    run.stop()
+
+
+def test_a_newly_firing_alert_notifies_and_titles_the_tab_once_permitted(starting: str, page: Any) -> None:
+    page.context.grant_permissions(["notifications"])
+    page.add_init_script(RECORD_NOTIFICATIONS)
+    block_outside_requests(page)
+    page.goto(starting)
+    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    assert page.evaluate("window.asked") == 0  # never asked on load
+    assert page.title() == "kvwatch"
+    page.locator(FIRING).wait_for(timeout=120_000)
+    page.wait_for_function("window.shown.length > 0", timeout=10_000)
+    shown = page.evaluate("window.shown")
+    assert len(shown) == 1 and shown[0]["title"] == "kvwatch: gpu1"
+    assert re.fullmatch(r"KV token usage high 0\.9\d [≥<] 0\.95", shown[0]["body"]), shown
+    page.wait_for_function("document.title === '(1) kvwatch'", timeout=10_000)
