@@ -7,6 +7,7 @@ import { formatAge } from "./status.js";
 
 const TOKEN_KEY = "kvwatch-token";  // the restart panel's: sessionStorage only, never the URL
 const MUTE_S = 3600;
+const RELOAD_MS = 10_000;  // an open alert's value and window move between its state changes
 const TITLE = "kvwatch";
 
 function el(tag, attrs = {}, text = "") {
@@ -75,7 +76,8 @@ export function setupNotifyButton(button) {
   });
 }
 
-// `onChanged` reloads the alerts after an action (every other tab hears it as an SSE `alert` event).
+// `onChanged` reloads the alerts: after an action (every other tab hears it as an SSE `alert` event),
+// and every RELOAD_MS while one is open, so its value and its window's link stay current.
 export function createAlertBanner(banner, { onChanged }) {
   const state = { alerts: [], seen: null, pending: null };
   const list = el("div", { class: "alert-list" });
@@ -148,5 +150,6 @@ export function createAlertBanner(banner, { onChanged }) {
     }
   }
   setInterval(tick, 1000);
+  setInterval(() => { if (state.alerts.length && document.visibilityState === "visible") onChanged(); }, RELOAD_MS);
   return { render };
 }
