@@ -76,63 +76,76 @@ export function setupNotifyButton(button) {
   });
 }
 
-// `onChanged` reloads the alerts: after an action (every other tab hears it as an SSE `alert` event),
-// and every RELOAD_MS while one is open, so its value and its window's link stay current.
-export function createAlertBanner(banner, { onChanged }) {
-  const state = { alerts: [], seen: null, pending: null };
-  const list = el("div", { class: "alert-list" });
+// The token form, shown only when an action needs a token this tab does not have (or was refused).
+function tokenPrompt(message, onToken) {
   const form = el("form", { class: "alert-token", hidden: "" });
-  const tokenInput = el("input", { type: "password", autocomplete: "off", "data-testid": "alert-token",
-                                   "aria-label": "API token" });
+  const input = el("input", { type: "password", autocomplete: "off", "data-testid": "alert-token", "aria-label": "API token" });
   const label = el("label", {}, "token ");
-  label.append(tokenInput);
+  label.append(input);
   form.append(label, el("button", { type: "submit" }, "use token"));
-  const message = el("p", { class: "alert-message", "data-testid": "alert-message", role: "status" });
-  banner.replaceChildren(list, form, message);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, input.value);
+    input.value = "";
+    form.hidden = true;
+    onToken();
+  });
+  const ask = (text) => {
+    form.hidden = false;
+    message.textContent = text;
+    input.focus();
+  };
+  return { form, ask };
+}
 
+// Acknowledge, mute or unmute with the tab's token; without one (or refused) ask, then carry on.
+function alertActions(message, onChanged) {
+  let pending = null;
+  const prompt = tokenPrompt(message, () => {
+    const wanted = pending;
+    pending = null;
+    if (wanted) act(...wanted);
+  });
   async function act(host, rule, action) {
     const token = sessionStorage.getItem(TOKEN_KEY) || "";
     if (!token) {
-      state.pending = [host, rule, action];
-      form.hidden = false;
-      message.textContent = "a token is needed to acknowledge or mute";
-      tokenInput.focus();
+      pending = [host, rule, action];
+      prompt.ask("a token is needed to acknowledge or mute");
       return;
     }
     const { status, answer } = await postAlertAction(host, rule, action, { token, forS: action === "mute" ? MUTE_S : 0 });
     if (status === 401) {
-      state.pending = [host, rule, action];
-      form.hidden = false;
-      message.textContent = "token refused: enter the server's token";
+      pending = [host, rule, action];
+      prompt.ask("token refused: enter the server's token");
       return;
     }
-    form.hidden = true;
     message.textContent = status < 300 ? "" : `${action}: ${answer.detail ?? `HTTP ${status}`}`;
     onChanged();
   }
+  return { act, form: prompt.form };
+}
 
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    sessionStorage.setItem(TOKEN_KEY, tokenInput.value);
-    tokenInput.value = "";
-    const pending = state.pending;
-    state.pending = null;
-    if (pending) act(...pending);
-  });
+// `onChanged` reloads the alerts: after an action (every other tab hears it as an SSE `alert` event),
+// and every RELOAD_MS while one is open, so its value and its window's link stay current.
+export function createAlertBanner(banner, { onChanged }) {
+  const state = { alerts: [], seen: null };
+  const list = el("div", { class: "alert-list" });
+  const message = el("p", { class: "alert-message", "data-testid": "alert-message", role: "status" });
+  const actions = alertActions(message, onChanged);
+  banner.replaceChildren(list, actions.form, message);
   list.addEventListener("click", (event) => {
     const button = event.target.closest("button[data-action]");
     if (!button) return;
     const box = button.closest(".alert-entry");
-    act(box.dataset.host, box.dataset.rule, button.dataset.action);
+    actions.act(box.dataset.host, box.dataset.rule, button.dataset.action);
   });
 
   function render(alerts) {
-    const now = Date.now() / 1000;
     state.alerts = (alerts || []).filter(open);
-    list.replaceChildren(...state.alerts.map((alert) => entry(alert, now)));
+    list.replaceChildren(...state.alerts.map((alert) => entry(alert, Date.now() / 1000)));
     const firing = state.alerts.filter((a) => a.state === "firing");
     const loud = firing.filter((a) => !quiet(a));
-    banner.hidden = state.alerts.length === 0 && form.hidden && !message.textContent;
+    banner.hidden = state.alerts.length === 0 && actions.form.hidden && !message.textContent;
     banner.classList.toggle("loud", loud.length > 0);
     document.title = loud.length ? `(${loud.length}) ${TITLE}` : TITLE;
     const keys = firing.map((a) => `${a.host}/${a.rule}/${a.active_at ?? a.since}`);
@@ -142,14 +155,15 @@ export function createAlertBanner(banner, { onChanged }) {
     state.seen = new Set([...(state.seen || []), ...keys]);
   }
 
-  function tick() {
-    const now = Date.now() / 1000;
-    for (const since of list.querySelectorAll(".alert-since")) {
-      const alert = state.alerts.find((a) => String(a.since) === since.dataset.since);
-      if (alert) since.textContent = sinceText(alert, now);
-    }
-  }
-  setInterval(tick, 1000);
+  setInterval(() => tickSince(list, state.alerts), 1000);
   setInterval(() => { if (state.alerts.length && document.visibilityState === "visible") onChanged(); }, RELOAD_MS);
   return { render };
+}
+
+function tickSince(list, alerts) {
+  const now = Date.now() / 1000;
+  for (const since of list.querySelectorAll(".alert-since")) {
+    const alert = alerts.find((a) => String(a.since) === since.dataset.since);
+    if (alert) since.textContent = sinceText(alert, now);
+  }
 }
