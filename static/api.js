@@ -121,9 +121,9 @@ export async function postRestart(host, { flags, expectedRun, token }) {
   return { status: response.status, statusText: response.statusText, answer };
 }
 
-async function postJSON(path, body) {
+async function postJSON(path, body, headers = {}) {
   const response = await fetch(path, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: JSON.stringify(body),
   });
   const text = await response.text();
   let answer;
@@ -145,4 +145,10 @@ export function postRestartCheck(host, flags) {
 // Predictions kept with restarts, next to what each new run measured, and the relative errors.
 export function fetchPredictions(host) {
   return optionalJSON(hostPath(host, "predictions"));
+}
+
+// Acknowledge, mute (for `forS` seconds) or unmute one alert; the token is the restart panel's.
+export function postAlertAction(host, rule, action, { token, forS } = {}) {
+  const path = `/api/alerts/${encodeURIComponent(host)}/${encodeURIComponent(rule)}/${action}`;
+  return postJSON(path, forS ? { for_s: forS } : {}, { Authorization: `Bearer ${token}` });
 }

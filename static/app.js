@@ -1,17 +1,19 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
 import { fetchAlerts, fetchCatalog, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
-import { appendPoints, createChart, extendTraces, lastTime, retheme, setMarkers, setTraces, setXRange } from "./charts.js";
+import { appendPoints, createChart, extendTraces, lastTime, setMarkers, setTraces, setXRange } from "./charts.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
 import { createNowRow } from "./nowrow.js";
 import { PANELS, labelTrace, setGpuParts, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
-import { renderAlerts, renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
+import { createAlertBanner, setupNotifyButton } from "./alertbanner.js";
+import { renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
+import { setupTheme } from "./theme.js";
 import { liveFetch, liveWindow, readLocation, renderRangeButtons, writeLocation } from "./timerange.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
-                notified: new Set(), extent: [Infinity, -Infinity], loading: null, filling: 0,
+                banner: null, extent: [Infinity, -Infinity], loading: null, filling: 0,
                 refillWhenShown: false, range: "all", nowRow: null, runsKey: null };
 // The most points a trace keeps in the browser; history beyond it is downsampled by the server.
 const CHART_POINTS = 5000;
@@ -523,7 +525,7 @@ function onHostEvent(data) {
 }
 
 async function refreshAlerts() {
-  renderAlerts($("alert-banner"), await fetchAlerts(), state.notified);
+  state.banner.render(await fetchAlerts());
 }
 
 const throttledNow = throttle(refreshNow, 5000);
@@ -551,28 +553,10 @@ const onRun = throttle(() => {
   refreshHostPanels(state.host);
 }, 1000);
 
-function setupTheme() {
-  const apply = (theme) => {
-    document.documentElement.dataset.theme = theme;
-    $("theme").textContent = `theme: ${theme}`;
-    for (const panel of PANELS) if ($(panel.id).data) retheme($(panel.id));
-  };
-  const themes = ["auto", "light", "dark"];
-  apply(localStorage.getItem("kvwatch-theme") || "auto");
-  $("theme").addEventListener("click", () => {
-    const next = themes[(themes.indexOf(document.documentElement.dataset.theme) + 1) % themes.length];
-    localStorage.setItem("kvwatch-theme", next);
-    apply(next);
-  });
-  if (!("Notification" in window) || Notification.permission !== "default") $("notify").hidden = true;
-  $("notify").addEventListener("click", async () => {
-    await Notification.requestPermission();
-    $("notify").hidden = true;
-  });
-}
-
 async function main() {
-  setupTheme();
+  setupTheme($("theme"));
+  setupNotifyButton($("notify"));
+  state.banner = createAlertBanner($("alert-banner"), { onChanged: refreshAlerts });
   state.nowRow = createNowRow($("now-row"));
   const wanted = readLocation(location);
   state.range = wanted.range;

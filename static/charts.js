@@ -1,12 +1,10 @@
 // Plotly only: one chart per panel, fed with [t, v] points (t in epoch seconds, plotted as dates).
+import { cssColor as cssVar, plotlyTheme } from "./theme.js";
 
 const WINDOW_POINTS = 10000;
 // One colour per GPU line (eight apart, then again), none of them the host lines' two accents.
 const PART_COLORS = ["#7c3aed", "#0891b2", "#65a30d", "#db2777", "#ca8a04", "#475569", "#ea580c", "#0d9488"];
 
-function cssVar(name) {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
-}
 
 function toX(points) {
   return points.map(([t]) => new Date(t * 1000));
@@ -53,13 +51,13 @@ function gappedAfter(element, index, points) {
   return withGaps(points, element.gapLimits[index], lastTime(element, index));
 }
 
+// The page's one theme (theme.js) as a chart layout starts.
 function themed() {
-  const fg = cssVar("--fg");
-  const grid = cssVar("--grid");
+  const { paper_bgcolor, plot_bgcolor, font, axis } = plotlyTheme();
   return {
-    paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg, size: 12 },
-    xaxis: { type: "date", gridcolor: grid, linecolor: grid },
-    yaxis: { gridcolor: grid, zerolinecolor: grid, rangemode: "tozero" },
+    paper_bgcolor, plot_bgcolor, font,
+    xaxis: { type: "date", gridcolor: axis.gridcolor, linecolor: axis.linecolor },
+    yaxis: { gridcolor: axis.gridcolor, zerolinecolor: axis.zerolinecolor, rangemode: "tozero" },
   };
 }
 
@@ -255,11 +253,4 @@ export function setXRange(element, range) {
                            "xaxis.autorange": false, ...relabel(element, range) }
                        : { "xaxis.type": "date", "xaxis.autorange": true };
   Plotly.relayout(element, update);
-}
-
-export function retheme(element) {
-  const theme = themed();
-  Plotly.relayout(element, { paper_bgcolor: theme.paper_bgcolor, plot_bgcolor: theme.plot_bgcolor,
-                             "font.color": theme.font.color, "xaxis.gridcolor": theme.xaxis.gridcolor,
-                             "yaxis.gridcolor": theme.yaxis.gridcolor });
 }

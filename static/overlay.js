@@ -2,9 +2,7 @@
 // (its start, or its steady window's start), the steady window shaded per run.
 
 import { plotlyReady } from "./plotly.js";
-
-const COLORS = ["#1f6feb", "#d97706", "#2e8b57", "#c0392b", "#7c3aed", "#0891b2"];
-const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+import { plotlyTheme } from "./theme.js";
 
 export async function drawOverlay(element, overlay, runs) {
   if (!overlay) return;
@@ -13,9 +11,10 @@ export async function drawOverlay(element, overlay, runs) {
   const traces = [];
   const shapes = [];
   const labels = Object.fromEntries(runs.map((r) => [r.id, r.label || r.id]));
+  const theme = plotlyTheme();
   metrics.forEach((metric, m) => {
     overlay.series[metric].forEach((entry, r) => {
-      const color = COLORS[r % COLORS.length];
+      const color = theme.series[r % theme.series.length];
       traces.push({ type: "scattergl", mode: "lines", name: `${labels[entry.run]} · ${metric}`,
                     x: entry.points.map((p) => p[0]), y: entry.points.map((p) => p[1]),
                     line: { color, width: 1.2 }, xaxis: "x", yaxis: m === 0 ? "y" : `y${m + 1}` });
@@ -25,8 +24,8 @@ export async function drawOverlay(element, overlay, runs) {
       }
     });
   });
-  const fg = css("--fg") || "#1f2328";
-  const grid = css("--grid") || "#e3e5e8";
+  const fg = theme.font.color;
+  const grid = theme.axis.gridcolor;
   const layout = {
     height: 220 * Math.max(metrics.length, 1) + 60,
     margin: { l: 60, r: 20, t: 30, b: 40 },

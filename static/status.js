@@ -1,4 +1,4 @@
-// Everything around the charts: host strip, the three sources with freshness, alerts.
+// Everything around the charts: host strip, the three sources with freshness (alerts: alertbanner.js).
 import { catchUpText } from "./hostpanels.js";
 
 const STALE_S = 120;
@@ -102,20 +102,4 @@ export function renderProgress(container, progress, latest) {
     if (progress.eta_s !== null) parts.push(`ETA ${formatDuration(progress.eta_s)}`);
   }
   container.textContent = parts.join(" · ") || "no completions yet";
-}
-
-// Alerts: firing ones go in the banner; a newly firing one also raises a browser notification.
-export function renderAlerts(banner, alerts, notified) {
-  const firing = (alerts || []).filter((a) => a.state === "firing");
-  banner.hidden = firing.length === 0;
-  banner.textContent = firing.map((a) => `${a.host}: ${a.rule}${a.value !== undefined ? ` = ${a.value}` : ""}`)
-    .join(" · ");
-  for (const alert of firing) {
-    const key = `${alert.host}/${alert.rule}/${alert.since}`;
-    if (notified.has(key)) continue;
-    notified.add(key);
-    if ("Notification" in window && Notification.permission === "granted") {
-      new Notification(`kvwatch: ${alert.host}`, { body: `${alert.rule} firing (${alert.value})` });
-    }
-  }
 }

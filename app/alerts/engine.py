@@ -26,6 +26,7 @@ from typing import Any
 
 from kvwatch.app.alerts.rules import RuleSpec
 from kvwatch.app.alerts.signals import SIGNALS, HostReader
+from kvwatch.app.alerts.silences import SilenceBook
 from kvwatch.app.alerts.state import AlertState, Observation, State, force, step
 from kvwatch.app.alerts.text import public
 from kvwatch.app.alerts.watches import WATCHES, Freshness, WatchContext
@@ -81,6 +82,7 @@ class AlertEngine:
         self.on_record: Callable[[Change], None] | None = None
         # False in a process that does not hold the alerts lease: it only follows the stored states.
         self.leading = True
+        self.silences = SilenceBook(store)  # acknowledged and muted alerts (app/alerts/silences.py)
         self.load()
 
     def load(self) -> None:
@@ -226,6 +228,22 @@ class AlertEngine:
             items = [self._public(a) for a in shown]
         return sort_alerts(items)
 
+    def current(self, host: str, rule: str) -> dict[str, Any]:
+        """One alert's public view, whatever its state; KeyError for an unknown host or rule."""
+        with self._lock:
+            self._require(host)
+            if rule not in self.rules[host]:
+                raise KeyError(f"unknown rule {rule!r} for host {host!r}")
+            return self._public(self._alert(host, rule))
+
+    def announce(self, keys: set[str]) -> list[Change]:
+        """Tell the subscribers (the pages) about alerts whose silence changed: no state change, so
+        nothing for the webhook."""
+        with self._lock:
+            known = [a for a in map(self._alerts.get, sorted(keys)) if a and a.rule in self.rules.get(a.host, {})]
+            changes = [Change(a.state, copy.copy(a), self.rules[a.host][a.rule], self._public(a)) for a in known]
+        return self._emit(changes)
+
     def flush(self) -> None:
         with self._lock:
             for key in sorted(self._dirty):
@@ -335,7 +353,7 @@ class AlertEngine:
 
     def _public(self, alert: AlertState) -> dict[str, Any]:
         rule = self.rules.get(alert.host, {}).get(alert.rule)
-        return public(alert, rule, muted=alert.host in self._mutes)
+        return self.silences.annotate(public(alert, rule, muted=alert.host in self._mutes), self.clock())
 
     def _persist(self, alert: AlertState) -> None:
         t = alert.since if alert.since is not None else 0.0

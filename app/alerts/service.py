@@ -29,6 +29,7 @@ from kvwatch.app.alerts.engine import (
 )
 from kvwatch.app.alerts.lease import Lease
 from kvwatch.app.alerts.rules import rules_for_host
+from kvwatch.app.alerts.silences import SilenceBook
 from kvwatch.app.alerts.state import AlertState
 from kvwatch.app.alerts.text import public
 from kvwatch.app.config import Config
@@ -124,6 +125,9 @@ class AlertService:
         # Into the outbox even if the lease ran out mid-evaluation: its sender then holds the POST
         # back (`may_send`) and the next holder, or this one re-taking the lease, sends it.
         delivery = self.delivery  # read once: a reload may swap it meanwhile
+        if self.engine.silences.muted(change.alert.key, self.engine.clock()):
+            log.info("alert %s: %s not sent (muted from the page)", change.alert.key, change.alert.state)
+            return
         if delivery is not None and self.engine.leading:
             delivery.submit(change)
 
@@ -217,6 +221,9 @@ class AlertService:
                     self.engine.evaluate()
                 else:
                     self.engine.follow()
+                changed = self.engine.silences.sync(self.engine.clock())  # another app's, or run out
+                if changed:
+                    self.engine.announce(changed)
             except Exception:  # the boundary: a store hiccup must not end alerting for good
                 log.exception("alert evaluation failed; retrying at the next tick")
             self._wake.wait(self.interval)
@@ -258,10 +265,11 @@ def alerts_view(
     now = time.time()
     rules = {h.name: {r.name: r for r in rules_for_host(services.config, h)} for h in services.config.hosts}
     items = []
+    silences = SilenceBook(services.store)
     for doc in services.store.documents(ALERT_DOC, host):
         alert = AlertState.from_dict(doc["data"])
         if visible(alert, now, retention_s) and alert.host in rules:
-            items.append(public(alert, rules[alert.host].get(alert.rule)))
+            items.append(silences.annotate(public(alert, rules[alert.host].get(alert.rule)), now))
     return sort_alerts(items)
 
 

@@ -36,7 +36,26 @@ def public(alert: AlertState, rule: RuleSpec | None, *, muted: bool = False) -> 
         "late": alert.late,
         "note": alert.note,
         "seq": alert.seq,
+        "threshold": threshold(rule),
+        "headline": headline(alert, rule),
     }
+
+
+def threshold(rule: RuleSpec | None) -> float | None:
+    """The number a threshold rule fires at (`fire_at`), else None."""
+    return float(rule.param("fire_at")) if rule is not None and rule.kind == "threshold" else None
+
+
+def headline(alert: AlertState, rule: RuleSpec | None) -> str:
+    """The rule and its value against its limit, as the banner shows it: "KV token usage high 0.97 ≥ 0.95"."""
+    title = rule.title if rule else alert.rule
+    limit = threshold(rule)
+    if limit is not None and alert.value is not None:
+        return f"{title} {alert.value:.2f} {'≥' if alert.value >= limit else '<'} {limit:.2f}"
+    value = value_text(rule, alert.value)
+    condition = condition_text(rule)
+    parts = (title, f"({value})" if value else "", f"[{condition}]" if condition else "")
+    return " ".join(part for part in parts if part)
 
 
 def summary(alert: AlertState, rule: RuleSpec | None) -> str:

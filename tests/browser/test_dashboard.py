@@ -124,7 +124,9 @@ def test_alert_banner_shows_the_firing_token_usage_alert(live_run: tuple[Scripte
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     outside = open_page(page, url)
     page.wait_for_function("!document.getElementById('alert-banner').hidden", timeout=30_000)
-    assert page.locator("#alert-banner").inner_text().startswith("gpu1: token_usage_high")
+    entry = page.locator("[data-testid=alert-entry][data-rule=token_usage_high]")
+    assert entry.locator(".alert-host").inner_text() == "gpu1"
+    assert entry.locator("[data-testid=alert-headline]").inner_text().startswith("KV token usage high 0.9")
     assert errors == []
     assert outside == []
     page.screenshot(path=str(ARTIFACTS / "dashboard-alert.png"), full_page=True)

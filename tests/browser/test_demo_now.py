@@ -1,6 +1,7 @@
 """The demo over two minutes, as a person watching it: the row of current values keeps up with the
-host's status answer, a 15-minute window follows now, and the page fits a phone. Screenshots at
-~10 s and ~2 min go to test-artifacts/ (not committed) for a person to look at."""
+host's status answer, a 15-minute window follows now, and after two minutes the page still fits a
+phone (390 px). Screenshots at ~10 s and ~2 min go to test-artifacts/ (not committed) for a person
+to look at."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ from tests.fixtures.web import block_outside_requests
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+# What sticks out past the viewport (outside plotly's SVG), to name it when the width check fails.
+WIDER = """() => [...document.querySelectorAll('body *')].filter((e) => !e.closest('svg')
+  && e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+  .map((e) => `${e.tagName}#${e.id}.${e.className}`).slice(0, 10)"""
 X_RANGE = "(id) => document.getElementById(id).layout.xaxis.range.map((x) => new Date(x).getTime() / 1000)"
 
 
@@ -70,9 +75,10 @@ def test_demo_now_row_follows_the_stream_and_a_window_moves_with_now(demo_url: s
                            ".includes('firing: token_usage_high')", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "demo-now-2min.png"), full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
-    # Known, not fixed (closing note of 2026-12-03): after two minutes of the demo the page is wider
-    # than 390 px (test_page_now.py checks 390 px on a scripted run, where it fits). The picture is
-    # kept for a person to look at; the width is not asserted here.
-    time.sleep(1.5)
+    page.evaluate("window.kvwatchPanels")  # the controller panel and the compare view are drawn
+    assert page.locator("#cmp-baseline option").count() >= 2  # the runs' flag lists: the widest thing here
+    time.sleep(1.5)  # the charts' responsive resize
     page.screenshot(path=str(ARTIFACTS / "demo-now-390.png"), full_page=True)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, (width, page.evaluate(WIDER))
     assert outside == []

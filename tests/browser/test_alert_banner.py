@@ -1,0 +1,176 @@
+"""The alert banner in Debian's Chromium against a real uvicorn and the real pipeline (issue #18): an
+entry shows the rule's value against its threshold and since when, its link opens the alert's host
+and window, acknowledge and mute need the token and every open tab follows them, and the tab title
+counts the firing alerts nobody has acknowledged or muted."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kvwatch.app.config import HostConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.runner import build_services
+from tests.browser.world import ScriptedRun
+from tests.fixtures.web import block_outside_requests
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+TOKEN = "banner-t0ken"
+X_RANGE = "(id) => document.getElementById(id).layout.xaxis.range.map((x) => new Date(x).getTime() / 1000)"
+FIRING = "[data-testid=alert-entry][data-rule=token_usage_high][data-state=firing]"
+
+
+@pytest.fixture
+def saturated(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """gpu1 saturates (the scripted run); "idle" comes first, so the page opens on it."""
+    monkeypatch.delenv("KVWATCH_TOKEN", raising=False)
+    run = ScriptedRun(tmp_path)
+    config = run.config()
+    (tmp_path / "idle.log").touch()
+    idle = HostConfig(name="idle", ssh="local", server_log=str(tmp_path / "idle.log"))
+    config = replace(config, server=replace(config.server, token=TOKEN), hosts=(idle, *config.hosts))
+    services = build_services(config)
+    for collector in services.collectors.values():
+        collector.interval = 0.1
+    server = serve_app(create_app(services))
+    run.start()
+    yield server.url
+    run.stop()
+
+
+def open_page(page: Any, url: str, width: int = 1400) -> list[str]:
+    outside = block_outside_requests(page)
+    page.set_viewport_size({"width": width, "height": 1000})
+    page.goto(url)
+    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)
+    page.locator(FIRING).wait_for(timeout=30_000)
+    return outside
+
+
+def api_alert(url: str) -> dict[str, Any]:
+    alerts = httpx.get(f"{url}/api/alerts", params={"host": "gpu1"}).json()
+    return next(a for a in alerts if a["rule"] == "token_usage_high")
+
+
+def test_an_entry_shows_value_threshold_since_and_its_link_opens_the_window(saturated: str, page: Any) -> None:
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    outside = open_page(page, saturated)
+    assert page.locator("#host-picker").input_value() == "idle"
+    entry = page.locator(FIRING)
+    headline = entry.locator("[data-testid=alert-headline]").inner_text()
+    assert re.fullmatch(r"KV token usage high 0\.9\d [≥<] 0\.95", headline), headline
+    alert = api_alert(saturated)
+    assert float(headline.split()[-3]) == pytest.approx(alert["value"], abs=0.03)  # live: it moves a little
+    assert entry.locator(".alert-host").inner_text() == "gpu1"
+    since = entry.locator("[data-testid=alert-since]").inner_text()
+    assert re.fullmatch(r"firing since \d+ (s|min) ago", since), since
+    absolute = dt.datetime.fromtimestamp(alert["since"], dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert entry.locator(".alert-at").inner_text() == absolute
+    link = entry.locator("[data-testid=alert-link]")
+    href = link.get_attribute("href")
+    assert href.split("&to=")[0] == alert["link"].split("&to=")[0]  # `to` follows the firing alert's newest data
+    query = dict(part.split("=") for part in href.split("?", 1)[1].split("&"))
+    assert query["host"] == "gpu1" and int(query["from"]) < alert["since"] < int(query["to"])
+    assert page.title() == "(1) kvwatch"
+    page.screenshot(path=str(ARTIFACTS / "alert-banner.png"))
+    link.click()
+    page.wait_for_url(re.compile(r"host=gpu1"))
+    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    assert page.locator("#host-picker").input_value() == "gpu1"
+    assert "from=" in page.url and "to=" in page.url
+    expected = [int(query["from"]), int(query["to"])]
+    assert page.evaluate(X_RANGE, "chart-usage") == pytest.approx(expected, abs=1)
+    assert page.evaluate(X_RANGE, "chart-throughput") == pytest.approx(expected, abs=1)
+    assert errors == [] and outside == []
+
+
+def use_token(page: Any, token: str) -> None:
+    page.locator("[data-testid=alert-token]").fill(token)
+    page.locator(".alert-token button[type=submit]").click()
+
+
+def test_acknowledge_and_mute_need_the_token_and_every_tab_follows(saturated: str, page: Any) -> None:
+    other = page.context.new_page()
+    open_page(page, saturated)
+    open_page(other, saturated)
+    for tab in (page, other):
+        assert tab.title() == "(1) kvwatch"
+    page.locator(FIRING).locator("button[data-action=ack]").click()
+    page.locator("[data-testid=alert-token]").wait_for()  # no token in this tab yet: asked, nothing sent
+    use_token(page, "not-the-token")
+    page.wait_for_function("document.querySelector('[data-testid=alert-message]').textContent.includes('refused')")
+    assert api_alert(saturated)["acknowledged"] is False
+    page.locator(FIRING).locator("button[data-action=ack]").click()
+    use_token(page, TOKEN)
+    for tab in (page, other):  # the other tab hears it over the stream
+        tab.locator(f"{FIRING}.acked [data-testid=alert-quiet]").wait_for(timeout=10_000)
+        tab.wait_for_function("document.title === 'kvwatch'", timeout=10_000)
+        assert tab.locator(FIRING).locator("button[data-action=ack]").count() == 0
+    assert api_alert(saturated)["acknowledged"] is True
+    other.locator(FIRING).locator("button[data-action=mute]").click()  # a tab of its own: asks for the token too
+    use_token(other, TOKEN)
+    for tab in (page, other):
+        tab.locator(f"{FIRING}.silenced").wait_for(timeout=10_000)
+        assert "muted until" in tab.locator(FIRING).locator("[data-testid=alert-quiet]").inner_text()
+    muted_until = api_alert(saturated)["muted_until"]
+    assert muted_until is not None
+    page.screenshot(path=str(ARTIFACTS / "alert-banner-quiet.png"))
+    page.locator(FIRING).locator("button[data-action=unmute]").click()  # this tab has the token now
+    for tab in (page, other):
+        tab.locator(f"{FIRING}:not(.silenced)").wait_for(timeout=10_000)
+    assert api_alert(saturated)["muted_until"] is None
+    other.close()
+
+
+# Chromium headless shows no notifications: the page's calls are recorded, and passed on to the real API.
+RECORD_NOTIFICATIONS = """
+window.shown = []; window.asked = 0;
+const Real = window.Notification;
+class Recorded extends Real {
+  constructor(title, options) { super(title, options); window.shown.push({ title, body: options && options.body }); }
+  static get permission() { return Real.permission; }
+  static requestPermission() { window.asked += 1; return Real.requestPermission(); }
+}
+window.Notification = Recorded;
+"""
+
+
+@pytest.fixture
+def starting(tmp_path: Path, serve_app: Any) -> Iterator[str]:
+    """A run that saturates from its first second, with a 60 s `for`: the alert fires while the page is open."""
+    run = ScriptedRun(tmp_path, history_s=2)
+    config = run.config()
+    config = replace(config, tables={"alerts": {"token_usage_high": {"for": "60s", "debounce": "5s"}}})
+    services = build_services(config)
+    for collector in services.collectors.values():
+        collector.interval = 0.1
+    server = serve_app(create_app(services))
+    run.start()
+    yield server.url
+    run.stop()
+
+
+def test_a_newly_firing_alert_notifies_and_titles_the_tab_once_permitted(starting: str, page: Any) -> None:
+    page.context.grant_permissions(["notifications"])
+    page.add_init_script(RECORD_NOTIFICATIONS)
+    block_outside_requests(page)
+    page.goto(starting)
+    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    assert page.evaluate("window.asked") == 0  # never asked on load
+    assert page.title() == "kvwatch"
+    page.locator(FIRING).wait_for(timeout=120_000)
+    page.wait_for_function("window.shown.length > 0", timeout=10_000)
+    shown = page.evaluate("window.shown")
+    assert len(shown) == 1 and shown[0]["title"] == "kvwatch: gpu1"
+    assert re.fullmatch(r"KV token usage high 0\.9\d [≥<] 0\.95", shown[0]["body"]), shown
+    page.wait_for_function("document.title === '(1) kvwatch'", timeout=10_000)

@@ -1,0 +1,75 @@
+"""One theme everywhere, in Debian's Chromium: the theme button re-colours every plotly figure on the
+page from the CSS custom properties (static/theme.js), the compare view's overlay included."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvwatch.app.main import create_app
+from tests.app.slice_helpers import start_services, wait_until
+from tests.compare.synth import THREE_CONFIGS, write_log
+from tests.fixtures.web import block_outside_requests
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+# Every drawn figure's colours next to the page's custom properties.
+FIGURES = """() => {
+  const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  return [...document.querySelectorAll('.js-plotly-plot')].map((figure) => ({
+    id: figure.id, font: figure.layout.font.color, fg: css('--fg'), grid: css('--grid'),
+    grids: Object.keys(figure.layout).filter((k) => /^[xy]axis\\d*$/.test(k))
+      .map((k) => figure.layout[k].gridcolor).filter((c) => c !== undefined),
+  }));
+}"""
+
+
+@pytest.fixture
+def compared(tmp_path: Path, serve_app: Any) -> str:
+    specs = tuple(replace(spec, duration_s=900.0) for spec in THREE_CONFIGS[:2])
+    write_log(tmp_path / "server.log", specs, seed=3)
+    decode_lines = sum("Decode batch" in line for line in (tmp_path / "server.log").open())
+    services = start_services(tmp_path)
+    running = serve_app(create_app(services))
+    wait_until(lambda: len(services.store.series("local", "gen_throughput")[0]) == decode_lines, timeout=60)
+    return str(running.url)
+
+
+def figures_follow(page: Any) -> list[dict[str, Any]]:
+    figures: list[dict[str, Any]] = page.evaluate(FIGURES)
+    for figure in figures:
+        assert figure["font"] == figure["fg"], figure
+        assert figure["grids"] and set(figure["grids"]) == {figure["grid"]}, figure
+    return figures
+
+
+def test_the_theme_button_recolours_every_chart_and_the_overlay(compared: str, page: Any) -> None:
+    outside = block_outside_requests(page)
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(compared)
+    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 1", timeout=30_000)
+    page.wait_for_function("document.getElementById('cmp-overlay').classList.contains('js-plotly-plot')")
+    light = figures_follow(page)
+    assert "cmp-overlay" in {f["id"] for f in light} and len(light) >= 7  # six charts and the overlay
+    page.locator("#theme").click()  # auto -> light
+    page.locator("#theme").click()  # light -> dark
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    page.wait_for_function("document.getElementById('cmp-overlay').layout.font.color"
+                           " === getComputedStyle(document.documentElement).getPropertyValue('--fg').trim()")
+    dark = figures_follow(page)
+    assert {f["fg"] for f in dark} != {f["fg"] for f in light}
+    page.screenshot(path=str(ARTIFACTS / "theme-dark.png"), full_page=True)
+    page.locator("#theme").click()  # dark -> auto, and the system is light
+    page.wait_for_function("document.getElementById('cmp-overlay').layout.font.color"
+                           f" === '{light[0]['fg']}'")
+    figures_follow(page)
+    page.emulate_media(color_scheme="dark")  # auto follows the system, live
+    page.wait_for_function("document.getElementById('cmp-overlay').layout.font.color"
+                           f" === '{dark[0]['fg']}'")
+    figures_follow(page)
+    assert outside == []
