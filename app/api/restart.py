@@ -77,8 +77,9 @@ ServiceDep = Annotated[ControllerService, Depends(get_controller_service)]
 def require_token(request: Request, service: ServiceDep) -> None:
     """Bearer token, compared in constant time."""
     if not service.token:
-        raise HTTPException(401, detail="changes (restarts, alert acknowledgements and mutes) are disabled: "
-                                        "no API token configured (KVWATCH_TOKEN)", headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(401, headers={"WWW-Authenticate": "Bearer"},
+                            detail="changes (restarts, alert acknowledgements and mutes) are disabled: "
+                                   "no API token configured (KVWATCH_TOKEN)")
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), service.token.encode()):
         raise HTTPException(401, detail="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
