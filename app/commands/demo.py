@@ -26,6 +26,7 @@ HELP = "run a simulated SGLang server and client locally and show them on the da
 log = logging.getLogger(__name__)
 ADOPT_TRIES = 30
 DEMO_ALERT_FOR = "0s"
+DEMO_MIN_STEADY_S = 120.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +44,10 @@ def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: 
     # above 0.95 (`for` 0; the default for real hosts stays 2 minutes) so that it fires within the
     # first minute, when the default config has saturated (simulator/demo.py's STORY).
     tables: dict[str, Any] = {**config_tables(), "restart": {"flags_schema": "0.5.23"},
-                              "alerts": {"token_usage_high": {"for": DEMO_ALERT_FOR}}}
+                              "alerts": {"token_usage_high": {"for": DEMO_ALERT_FOR}},
+                              # each config of the story runs 5-8 minutes: compare them on 2 minutes of
+                              # steady state (of story time: the story runs `speed` times faster)
+                              "compare": {"min_steady": DEMO_MIN_STEADY_S / world.speed}}
     host = HostConfig(
         name=DEMO_HOST,
         ssh="local",

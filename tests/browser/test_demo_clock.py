@@ -9,6 +9,7 @@ that the charts agree on when the old server stopped, within a couple of samplin
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -78,7 +79,7 @@ def quiet_stretch(chart: str, xs: list[float], ys: list[float | None], mark: flo
     near = [(x, on) for x, on in zip(xs, active(chart, ys, top), strict=True)
             if mark - AROUND_S <= x <= mark + RESUME_S.get(chart, 2.5 * AROUND_S)]
     working = [i for i, (_, on) in enumerate(near) if on]
-    gaps = [(near[j][0] - near[i][0], near[i][0], near[j][0]) for i, j in zip(working, working[1:], strict=False)
+    gaps = [(near[j][0] - near[i][0], near[i][0], near[j][0]) for i, j in itertools.pairwise(working)
             if (near[j][0] - near[i][0] >= MIN_QUIET_S or j > i + 1)  # long, or a sample shows it down
             and near[i][0] - TOL_S <= mark <= near[j][0] + TOL_S]
     assert gaps, f"{chart}: no quiet stretch at the restart at {mark:.1f}"
