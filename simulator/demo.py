@@ -90,6 +90,13 @@ def flag_args(flags: dict[str, object]) -> list[str]:
     return argv
 
 
+def speed_flags(speed: float) -> dict[str, object]:
+    """At `speed` above 1 SGLang logs a decode batch every 40 x speed steps instead of 40, so that its
+    lines stay seconds apart on the wall clock: its stamps have one-second resolution, and several
+    lines within one second would give one instant several values."""
+    return {"decode-log-interval": round(40 * speed)} if speed > 1 else {}
+
+
 def spec_for(preset: str, port: int) -> ServerSpec:
     flags = {**BASE_FLAGS, **PRESETS[preset]}
     return ServerSpec(
@@ -139,10 +146,11 @@ def write_nvidia_smi(workdir: Path, port: int) -> Path:
     return bin_dir
 
 
-def launch_line(shim: Path, port: int, preset: str) -> str:
+def launch_line(shim: Path, port: int, preset: str, speed: float = 1.0) -> str:
     """The command line the controller runs to (re)start the server, SGLang's own flags only."""
     env = f"PYTHONPATH={shlex.quote(str(shim))}"
-    argv = [sys.executable, "-m", "sglang.launch_server", *flag_args({**BASE_FLAGS, **PRESETS[preset]}),
+    flags = {**BASE_FLAGS, **speed_flags(speed), **PRESETS[preset]}
+    argv = [sys.executable, "-m", "sglang.launch_server", *flag_args(flags),
             "--host", "127.0.0.1", "--port", str(port)]
     return f"{env} {shlex.join(argv)}"
 
@@ -177,7 +185,8 @@ class DemoWorld:
         return proc
 
     def start_server(self, preset: str) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "kvwatch.simulator.server", *flag_args({**BASE_FLAGS, **PRESETS[preset]}),
+        flags = {**BASE_FLAGS, **speed_flags(self.speed), **PRESETS[preset]}
+        argv = [sys.executable, "-m", "kvwatch.simulator.server", *flag_args(flags),
                 "--host", "127.0.0.1", "--port", str(self.port), "--sim-speed", str(self.speed),
                 "--sim-stamps", "wall", "--sim-load-s", str(DEMO_LOAD_S),
                 "--sim-drain-timeout", str(DRAIN_S), "--sim-pid-file", str(self.pid_file),
@@ -269,7 +278,7 @@ def start_demo_world(workdir: Path, speed: float = 1.0) -> DemoWorld:
         server_log=workdir / "logs" / "sglang_inference.log",
         client_log=workdir / "logs" / "inference_all.log",
         outputs_glob=str(workdir / "prepared" / "*" / "raw_responses.jsonl"),
-        launch=launch_line(shim, port, SATURATING_PRESET),
+        launch=launch_line(shim, port, SATURATING_PRESET, speed),
         target_completions=sum(ds.count for ds in DEMO_DATASETS),
         port=port,
         speed=speed,

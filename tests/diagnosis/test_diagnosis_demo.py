@@ -29,6 +29,7 @@ def get(url: str) -> Any:
     return httpx.get(url, timeout=30).json()
 
 
+@pytest.mark.timeout(600)
 def test_the_demo_diagnosed_and_predicted_over_http(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"

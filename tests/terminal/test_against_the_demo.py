@@ -67,8 +67,14 @@ def test_status_json_has_every_field_and_the_numbers_of_the_series(demo: Demo) -
             assert status[metric] is None, metric
             continue
         # The series' newest point in a window ending at the sample the status reports is that sample.
-        t = status["sampled_at"][metric]
-        series = demo.get(f"/api/series?host=demo&metric={metric}&since={t - 30}&until={t}")
+        # SGLang stamps whole seconds: a line logged later in the same second (a prefill and a decode
+        # batch) may land between the two reads, so a differing value is read again, a few times.
+        for _ in range(5):
+            t = status["sampled_at"][metric]
+            series = demo.get(f"/api/series?host=demo&metric={metric}&since={t - 30}&until={t}")
+            if series["points"][-1] == [t, pytest.approx(status[metric], rel=1e-12)]:
+                break
+            status = demo.get("/api/hosts/demo/status")
         assert series["points"][-1] == [t, pytest.approx(status[metric], rel=1e-12)], metric
     assert 0 <= status["token_usage"] <= 1 and status["running_req"] >= 0 and status["gen_throughput"] >= 0
     assert status["completions"] == sum(status["completions_by_dataset"].values())
