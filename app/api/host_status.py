@@ -37,11 +37,6 @@ def latest_values(store: Store, host: str) -> tuple[dict[str, float | None], dic
     times: dict[str, float] = {}
     for metric in NOW_METRICS:
         newest = store.latest(host, metric)
-        if newest is not None:
-            # SGLang stamps whole seconds, so one instant can hold several samples (a prefill and a
-            # decode line): report the one /api/series lists last at that instant, read the same way.
-            t, v = store.series(host, metric, since=newest[0] - 0.5, until=newest[0])
-            newest = (float(t[-1]), float(v[-1])) if len(t) else newest
         values[metric] = None if newest is None else newest[1]
         if newest is not None:
             times[metric] = newest[0]
