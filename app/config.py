@@ -28,7 +28,7 @@ HOST_KEYS = frozenset(
     {
         "name", "ssh", "identity_file", "known_hosts", "server_log", "client_log", "outputs",
         "target_completions", "launch", "presets", "vetoes", "alerts", "restart", "metrics_port", "gpu",
-        "timezone",
+        "timezone", "compare",
     }
 )
 TOP_KEYS = frozenset({"server", "hosts", "presets", "vetoes", "alerts"})
@@ -190,7 +190,8 @@ def _parse_host(table: Any, index: int, where: str) -> HostConfig:
     target = _typed(table, "target_completions", int, where, label, None)
     if target is not None and target <= 0:
         raise ConfigError(f"{where}: {label}target_completions: must be positive, got {target}")
-    tables: dict[str, Any] = {k: table[k] for k in ("presets", "vetoes", "alerts", "restart") if k in table}
+    tables: dict[str, Any] = {k: table[k] for k in ("presets", "vetoes", "alerts", "restart", "compare")
+                              if k in table}
     return HostConfig(
         name=_typed(table, "name", str, where, label, ""),
         ssh=_typed(table, "ssh", str, where, label, ""),

@@ -22,5 +22,9 @@ class UnknownRun(NotFound):
     """No run has this id (on this host)."""
 
 
+class Conflict(KvwatchError):
+    """What is asked does not fit the present state (acknowledging an alert that is not open)."""
+
+
 class StoreUnavailable(KvwatchError):
     """The store cannot be reached now (a PostgreSQL restart); the API answers 503 until it is back."""

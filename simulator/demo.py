@@ -1,14 +1,21 @@
 """The demo world: simulated SGLang servers and the client as subprocesses, writing the run's files.
 
-The story (event time, as the logs tell it): the fp8 run (0.90 + fp8_e4m3 KV + hicache: 376K
-tokens, 150 running, no queue) serves for a few minutes; the owner vetoes fp8, so it is stopped with
-SIGTERM and the server comes back at 0.88 + hicache in bf16 (159K tokens), which saturates: usage
-0.96-0.98, a queue of ~70-90, retractions. Both runs append to one server log, the client retries
-through the restart and keeps appending to `prepared/<dataset>/raw_responses.jsonl`.
+The story is the tuning campaign of reference/the-run-it-serves.md, told on the real clock: every
+line is stamped with the wall-clock instant it is written (`--sim-stamps wall`), nothing is
+back-dated, so the server log, the client log, the output files, nvidia-smi and /metrics agree on
+when each restart happened. At `speed` above 1 the same story runs that many times faster.
 
-Log time starts BACKFILL_S before the demo starts and runs faster than the wall clock until, after
-CATCH_UP_S of wall time (at speed 1), it has caught up with now; from then on it is real time.
-So within the first minute the log holds minutes of saturation and an alert has something to fire on.
+    story time  config                           what it shows
+    0 s         default, --mem-fraction-static    116K tokens: saturates within the first minute
+                0.85                              (usage > 0.95, a queue, the token-usage alert)
+    120 s       0.88 + hicache 48                 159K tokens, still saturated, ~72 running, queue ~80
+    420 s       0.90 + fp8_e4m3 KV + hicache 48   376K tokens, 150 running, no queue (the experiment)
+    900 s       0.88 + hicache 48 again           the owner vetoed fp8; this server runs on, and the
+                                                  controller adopts it
+
+Each change is a SIGTERM (SGLang drains, then kills its tree) and a new server appending to the
+same log; the client retries through the restarts and keeps appending to
+`prepared/<dataset>/raw_responses.jsonl`. Servers boot in DEMO_LOAD_S (weights in page cache).
 """
 
 from __future__ import annotations
@@ -28,10 +35,8 @@ from pathlib import Path
 from kvwatch.simulator.spec import ServerSpec
 from kvwatch.simulator.workload import DATASETS
 
-BACKFILL_S = 720.0
-CATCH_UP_S = 45.0
-BASELINE_RUN_S = 240.0  # simulated seconds of the fp8 run, startup included
 DRAIN_S = 5.0
+DEMO_LOAD_S = 1.0  # weight loading + CUDA graph capture of a restart with the weights in page cache
 MODEL_PATH = "/models/Kimi-K2.5"
 DEMO_DATASETS = DATASETS[1:]  # B1 was done before the story starts
 
@@ -59,6 +64,10 @@ VETOES: tuple[dict[str, str], ...] = (
 VETOED_PRESETS: tuple[str, ...] = ("fp8-0.90",)
 BASELINE_PRESET = "fp8-0.90"
 SATURATING_PRESET = "hicache-0.88"
+# (preset, story seconds it runs; None: until the demo ends), in order.
+STORY: tuple[tuple[str, float | None], ...] = (
+    ("default", 120.0), (SATURATING_PRESET, 300.0), (BASELINE_PRESET, 480.0), (SATURATING_PRESET, None),
+)
 
 
 def config_tables() -> dict[str, object]:
@@ -79,6 +88,13 @@ def flag_args(flags: dict[str, object]) -> list[str]:
         elif value not in (False, None):
             argv += [f"--{name}", str(value)]
     return argv
+
+
+def speed_flags(speed: float) -> dict[str, object]:
+    """At `speed` above 1 SGLang logs a decode batch every 40 x speed steps instead of 40, so that its
+    lines stay seconds apart on the wall clock: its stamps have one-second resolution, and several
+    lines within one second would give one instant several values."""
+    return {"decode-log-interval": round(40 * speed)} if speed > 1 else {}
 
 
 def spec_for(preset: str, port: int) -> ServerSpec:
@@ -107,7 +123,8 @@ def write_shim(workdir: Path, speed: float, watch_pid: int | None = None) -> Pat
     (shim / "sglang").mkdir(parents=True, exist_ok=True)
     (shim / "sglang" / "__init__.py").write_text('"""Simulated SGLang (kvwatch demo)."""\n', encoding="utf-8")
     extra = ["--sim-speed", str(speed), "--sim-pid-file", str(workdir / ".sim" / "server.pid"),
-             "--sim-watch-pid", str(watch_pid or os.getpid())]
+             "--sim-watch-pid", str(watch_pid or os.getpid()), "--sim-stamps", "wall",
+             "--sim-load-s", str(DEMO_LOAD_S)]
     (shim / "sglang" / "launch_server.py").write_text(
         "import sys\n\nfrom kvwatch.simulator.server import main\n\n"
         f"sys.exit(main(sys.argv[1:] + {extra!r}))\n", encoding="utf-8")
@@ -129,10 +146,11 @@ def write_nvidia_smi(workdir: Path, port: int) -> Path:
     return bin_dir
 
 
-def launch_line(shim: Path, port: int, preset: str) -> str:
+def launch_line(shim: Path, port: int, preset: str, speed: float = 1.0) -> str:
     """The command line the controller runs to (re)start the server, SGLang's own flags only."""
     env = f"PYTHONPATH={shlex.quote(str(shim))}"
-    argv = [sys.executable, "-m", "sglang.launch_server", *flag_args({**BASE_FLAGS, **PRESETS[preset]}),
+    flags = {**BASE_FLAGS, **speed_flags(speed), **PRESETS[preset]}
+    argv = [sys.executable, "-m", "sglang.launch_server", *flag_args(flags),
             "--host", "127.0.0.1", "--port", str(port)]
     return f"{env} {shlex.join(argv)}"
 
@@ -166,10 +184,11 @@ class DemoWorld:
         self._procs.append(proc)
         return proc
 
-    def start_server(self, preset: str, backfill: float, warp: float) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "kvwatch.simulator.server", *flag_args({**BASE_FLAGS, **PRESETS[preset]}),
+    def start_server(self, preset: str) -> subprocess.Popen[bytes]:
+        flags = {**BASE_FLAGS, **speed_flags(self.speed), **PRESETS[preset]}
+        argv = [sys.executable, "-m", "kvwatch.simulator.server", *flag_args(flags),
                 "--host", "127.0.0.1", "--port", str(self.port), "--sim-speed", str(self.speed),
-                "--sim-backfill", f"{backfill:.3f}", "--sim-warp", f"{warp:.4f}",
+                "--sim-stamps", "wall", "--sim-load-s", str(DEMO_LOAD_S),
                 "--sim-drain-timeout", str(DRAIN_S), "--sim-pid-file", str(self.pid_file),
                 "--sim-parent-pid", str(os.getpid())]
         return self._spawn(argv, self.server_log)
@@ -225,27 +244,27 @@ def _signal(pid: int, sig: signal.Signals) -> None:
 
 
 def _story(world: DemoWorld) -> None:
-    """Baseline fp8 run, SIGTERM (the veto), then the saturating bf16 run, all in event time."""
-    speed = world.speed
-    catch_up = CATCH_UP_S / speed
-    warp1 = 1.0 + BACKFILL_S / (speed * catch_up)
-    baseline = world.start_server(BASELINE_PRESET, BACKFILL_S, warp1)
-    world.start_client()
-    if world._stop.wait(BASELINE_RUN_S / (warp1 * speed)):
-        return
-    baseline.send_signal(signal.SIGTERM)
+    """The campaign's configs one after another (STORY), each stopped with SIGTERM, on the wall clock."""
+    server = None
+    for index, (preset, run_s) in enumerate(STORY):
+        if server is not None:
+            _stop_server(server)
+        if world._stop.is_set():
+            return
+        server = world.start_server(preset)
+        if index == 0:
+            world.start_client()
+        if run_s is None or world._stop.wait(run_s / world.speed):
+            return
+
+
+def _stop_server(server: subprocess.Popen[bytes]) -> None:
+    server.send_signal(signal.SIGTERM)
     try:
-        baseline.wait(timeout=30)
+        server.wait(timeout=30)
     except subprocess.TimeoutExpired:
-        baseline.kill()
-    if world._stop.is_set():
-        return
-    # The second run starts 1 s (log time) after the first ended and catches up at the same wall moment.
-    e2 = time.monotonic() - world.started
-    first_reached = min(warp1 * speed * e2, BACKFILL_S + speed * e2)
-    backfill2 = max(BACKFILL_S + e2 - first_reached - 1.0, 0.0)
-    remaining = max(catch_up - e2, 5.0 / speed)
-    world.start_server(SATURATING_PRESET, backfill2, 1.0 + backfill2 / (speed * remaining))
+        server.kill()
+        server.wait()
 
 
 def start_demo_world(workdir: Path, speed: float = 1.0) -> DemoWorld:
@@ -259,7 +278,7 @@ def start_demo_world(workdir: Path, speed: float = 1.0) -> DemoWorld:
         server_log=workdir / "logs" / "sglang_inference.log",
         client_log=workdir / "logs" / "inference_all.log",
         outputs_glob=str(workdir / "prepared" / "*" / "raw_responses.jsonl"),
-        launch=launch_line(shim, port, SATURATING_PRESET),
+        launch=launch_line(shim, port, SATURATING_PRESET, speed),
         target_completions=sum(ds.count for ds in DEMO_DATASETS),
         port=port,
         speed=speed,

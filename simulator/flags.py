@@ -78,6 +78,10 @@ def _sim_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sim-backfill", type=float, default=0.0,
                    help="start the event clock this many simulated seconds in the past")
     g.add_argument("--sim-warp", type=float, default=1.0, help="clock rate until the backfill is caught up")
+    g.add_argument("--sim-stamps", choices=("sim", "wall"), default="sim",
+                   help="stamp lines with simulated time (default) or the wall-clock instant they are written")
+    g.add_argument("--sim-load-s", type=float, default=None,
+                   help="simulated seconds of weight loading and CUDA graph capture (default 30 and 8)")
     g.add_argument("--sim-log-file", type=Path, default=None, help="append the log here instead of stdout")
     g.add_argument("--sim-pid-file", type=Path, default=None, help="write this process's pid here")
     g.add_argument("--sim-parent-pid", type=int, default=None,

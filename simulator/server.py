@@ -47,7 +47,8 @@ class SimServer:
     def __init__(self, args: argparse.Namespace, stream: TextIO) -> None:
         self.args = args
         self.spec = spec_from_args(args)
-        self.clock = SimClock(args.sim_speed, args.sim_backfill, args.sim_warp)
+        self.clock = SimClock(args.sim_speed, args.sim_backfill, args.sim_warp,
+                              wall_stamps=args.sim_stamps == "wall")
         self.log = LogWriter(stream, self.spec.fmt, self.clock, tp_size=self.spec.tp_size,
                              dp_size=max(self.spec.dp_size, 1))
         self.model_name = args.served_model_name or args.model_path
@@ -138,13 +139,13 @@ class SimServer:
 
     def _boot(self) -> float | None:
         """Startup lines; None if the configuration cannot start (the crash is logged)."""
-        t = startup.write_boot(self.log, self.spec, self._extra_args())
+        t = startup.write_boot(self.log, self.spec, self._extra_args(), self.args.sim_load_s)
         cap = self.spec.capacity()
         if cap.max_total_num_tokens <= 0 or cap.oom:
             startup.write_crash(self.log, self.spec, t + 1.0, "no_memory" if cap.max_total_num_tokens <= 0
                                 else "oom")
             return None
-        return startup.write_capacity(self.log, self.spec, t)
+        return startup.write_capacity(self.log, self.spec, t, self.args.sim_load_s)
 
     def _extra_args(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self.args).items() if not k.startswith("sim_")}

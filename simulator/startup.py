@@ -12,7 +12,16 @@ WEIGHT_LOAD_S = 30.0  # simulated; a real 1T-parameter load takes minutes, the d
 GRAPH_CAPTURE_S = 8.0
 
 
-def write_boot(log: LogWriter, spec: ServerSpec, extra_args: dict[str, Any] | None = None) -> float:
+def durations(load_s: float | None) -> tuple[float, float]:
+    """(weight loading, CUDA graph capture) in simulated seconds; `load_s` splits as 30 : 8 does."""
+    if load_s is None:
+        return WEIGHT_LOAD_S, GRAPH_CAPTURE_S
+    share = WEIGHT_LOAD_S / (WEIGHT_LOAD_S + GRAPH_CAPTURE_S)
+    return load_s * share, load_s * (1 - share)
+
+
+def write_boot(log: LogWriter, spec: ServerSpec, extra_args: dict[str, Any] | None = None,
+               load_s: float | None = None) -> float:
     """From `server_args=` to the capacity line; returns the simulated time reached."""
     fmt, cap, prof = spec.fmt, spec.capacity(), spec.profile
     total = 140.4
@@ -23,9 +32,10 @@ def write_boot(log: LogWriter, spec: ServerSpec, extra_args: dict[str, Any] | No
     t += 2.0
     log.all_ranks(t, f"Init torch distributed ends. mem usage={0.9:.2f} GB")
     log.rank(t, f"Load weight begin. avail mem={total - 1.3:.2f} GB")
-    t += WEIGHT_LOAD_S
+    weights_s = durations(load_s)[0]
+    t += weights_s
     avail = total - 1.3 - prof.weights_gib
-    log.rank(t, logfmt.load_weight_end(fmt, prof.architecture, avail, prof.weights_gib, WEIGHT_LOAD_S))
+    log.rank(t, logfmt.load_weight_end(fmt, prof.architecture, avail, prof.weights_gib, weights_s))
     if cap.max_total_num_tokens <= 0:
         return t
     kv_line = logfmt.kv_cache_line(fmt, cap.max_total_num_tokens, cap.kv_gib, spec.torch_dtype(), prof.mla)
@@ -43,10 +53,11 @@ def write_boot(log: LogWriter, spec: ServerSpec, extra_args: dict[str, Any] | No
     return t
 
 
-def write_capacity(log: LogWriter, spec: ServerSpec, t: float) -> float:
+def write_capacity(log: LogWriter, spec: ServerSpec, t: float, load_s: float | None = None) -> float:
     fmt, cap = spec.fmt, spec.capacity()
-    t += GRAPH_CAPTURE_S
-    log.rank(t, f"Capture cuda graph end. Time elapsed: {GRAPH_CAPTURE_S:.2f} s. mem usage=1.21 GB. "
+    graph_s = durations(load_s)[1]
+    t += graph_s
+    log.rank(t, f"Capture cuda graph end. Time elapsed: {graph_s:.2f} s. mem usage=1.21 GB. "
                 f"avail mem={cap.available_gpu_mem_gib:.2f} GB.")
     line = logfmt.capacity_line(fmt, cap.max_total_num_tokens, spec.chunked, spec.max_prefill_tokens,
                                 spec.max_running(), spec.profile.context_len, cap.available_gpu_mem_gib)

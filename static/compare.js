@@ -4,7 +4,8 @@ import { fetchRuns } from "./api.js";
 import { el, fmt } from "./flageditor.js";
 import { drawOverlay } from "./overlay.js";
 
-const state = { host: null, runs: [], chosen: [], baseline: null, windows: {}, align: "start", result: null };
+const state = { host: null, runs: [], chosen: [], baseline: null, windows: {}, align: "start", result: null,
+                minSteady: null };  // minSteady: seconds set on the page; null = the host's configured minimum
 const OVERLAY = ["gen_throughput", "token_usage"];
 
 export async function showCompare(root, host) {
@@ -42,6 +43,11 @@ function render(root) {
       el("label", {}, "align ", el("select", { id: "cmp-align", "data-testid": "cmp-align",
                                                onchange: (e) => { state.align = e.target.value; refresh(root); } },
         new Option("at start", "start"), new Option("at steady state", "steady"))),
+      el("label", { title: "the shortest automatic steady window compared; a window set by hand is used as set" },
+        "min steady ", el("input", { type: "number", min: "0", step: "0.5", id: "cmp-min-steady",
+                                     "data-testid": "cmp-min-steady", class: "cmp-min",
+                                     onchange: (e) => { state.minSteady = Math.max(0, Number(e.target.value)) * 60; refresh(root); } }),
+        el("span", { id: "cmp-min-default", "data-testid": "cmp-min-default", class: "muted" })),
       el("button", { type: "button", id: "cmp-copy", "data-testid": "cmp-copy", text: "copy as Markdown",
                      onclick: () => copyMarkdown(root) }),
       el("button", { type: "button", id: "cmp-csv", "data-testid": "cmp-csv", text: "download CSV",
@@ -69,6 +75,7 @@ function query(format) {
   for (const [id, [from, to]] of Object.entries(state.windows)) {
     if (state.chosen.includes(id)) query.append("window", `${id}:${from}:${to}`);
   }
+  if (state.minSteady !== null) query.set("min_steady", String(state.minSteady));
   if (format) query.set("format", format);
   else { query.set("overlay", OVERLAY.join(",")); query.set("align", state.align); query.set("max_points", "800"); }
   return `/api/compare?${query}`;
@@ -89,11 +96,21 @@ async function refresh(root) {
   const baseline = root.querySelector("#cmp-baseline");
   baseline.replaceChildren(...body.runs.map((r) => new Option(r.label || r.id, r.id)));
   baseline.value = body.baseline || state.baseline || body.runs[0].id;
+  showMinimum(root, body);
   renderTable(root.querySelector("#cmp-table"), body);
   renderFlagDiff(root.querySelector("#cmp-flags"), body);
   renderWindows(root, body);
   await drawOverlay(root.querySelector("#cmp-overlay"), body.overlay, body.runs);
   root.dataset.loaded = String(Number(root.dataset.loaded || 0) + 1);
+}
+
+// The minimum in force, in minutes, and the default it differs from.
+function showMinimum(root, body) {
+  const input = root.querySelector("#cmp-min-steady");
+  if (document.activeElement !== input) input.value = String(Number((body.min_steady_s / 60).toFixed(2)));
+  const fallback = body.default_min_steady_s;
+  root.querySelector("#cmp-min-default").textContent = body.min_steady_s === fallback ? " min"
+    : ` min (default ${Number((fallback / 60).toFixed(2))} min)`;
 }
 
 const number = (v) => (v === null || v === undefined ? "—" : Math.abs(v) >= 100 ? Math.round(v).toLocaleString()
@@ -123,14 +140,21 @@ function cell(row, i, baseIndex) {
   return td;
 }
 
+// The window used; one set by hand says so, with the server's note when it is shorter than the minimum.
+function steadyCell(r) {
+  if (r.steady.status !== "steady") return el("td", { class: "not-enough", text: r.steady.message || r.steady.status });
+  const span = `${Math.round(r.steady.start_offset_s)}–${Math.round(r.steady.end_offset_s)} s`;
+  if (r.steady.auto) return el("td", { text: span });
+  const note = r.steady.message && r.steady.message !== "set by hand" ? r.steady.message : "";
+  return el("td", { text: `${span} (by hand)` },
+    ...(note ? [el("div", { class: "muted window-note", "data-testid": `cmp-window-note-${r.id}`, text: note })] : []));
+}
+
 function renderTable(container, body) {
   const baseIndex = body.runs.findIndex((r) => r.id === body.baseline);
   const head = el("tr", {}, el("th", { text: "metric" }), ...body.runs.map((r, i) =>
     el("th", { text: `${r.label || r.id}${i === baseIndex ? " (baseline)" : ""}` })));
-  const steady = el("tr", { class: "steady-row" }, el("td", { text: "steady window" }), ...body.runs.map((r) =>
-    el("td", { class: r.steady.status === "steady" ? "" : "not-enough",
-               text: r.steady.status === "steady" ? `${Math.round(r.steady.start_offset_s)}–${Math.round(r.steady.end_offset_s)} s`
-                 + (r.steady.auto ? "" : " (by hand)") : r.steady.message || r.steady.status })));
+  const steady = el("tr", { class: "steady-row" }, el("td", { text: "steady window" }), ...body.runs.map(steadyCell));
   const rows = body.rows.map((row) => el("tr", { "data-metric": row.metric },
     el("td", { text: `${row.label}${row.unit ? ` (${row.unit})` : ""}` }),
     ...row.values.map((_, i) => cell(row, i, baseIndex))));

@@ -17,14 +17,14 @@ import threading
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from kvwatch.app.errors import KvwatchError
+from kvwatch.app.errors import Conflict
 from kvwatch.app.store.base import Store
 
 SILENCE_DOC = "alert_silence"
 MAX_SILENCE_S = 7 * 86400.0
 
 
-class AlertNotOpen(KvwatchError):
+class AlertNotOpen(Conflict):
     """Only a pending or firing alert can be acknowledged."""
 
 

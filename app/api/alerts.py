@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from kvwatch.app.alerts import AlertService, alerts_view
 from kvwatch.app.alerts.engine import RESOLVED_RETENTION_S
-from kvwatch.app.alerts.silences import MAX_SILENCE_S, AlertNotOpen
+from kvwatch.app.alerts.silences import MAX_SILENCE_S
 from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.api.restart import require_same_origin, require_token
 
@@ -46,10 +46,7 @@ def acknowledge(host: str, rule: str, services: ServicesDep) -> dict[str, Any]:
     the alert is not open. Every tab hears it as an SSE `alert` event."""
     alerting = _alerting(services)
     alert = _current(alerting, host, rule)
-    try:
-        alerting.engine.silences.acknowledge(host, rule, alert, time.time())
-    except AlertNotOpen as exc:
-        raise HTTPException(409, detail=str(exc)) from None
+    alerting.engine.silences.acknowledge(host, rule, alert, time.time())
     return _announce(alerting, host, rule)
 
 

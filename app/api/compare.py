@@ -19,6 +19,7 @@ from fastapi.responses import PlainTextResponse
 
 from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compare_runs, overlay, parse_window, render
+from kvwatch.app.compare.settings import host_min_steady
 from kvwatch.app.runs import find_runs
 
 router = APIRouter(tags=["compare"])
@@ -32,7 +33,7 @@ def get_compare(
     baseline: str | None = None,
     format: Literal["json", "markdown", "csv"] = "json",
     window: Annotated[list[str] | None, Query(description="RUN_ID:FROM:TO, seconds after start")] = None,
-    min_steady: Annotated[float, Query(ge=0)] = DEFAULT_MIN_STEADY_S,
+    min_steady: Annotated[float | None, Query(ge=0, description="seconds; default: the host's")] = None,
     overlay_metrics: Annotated[str | None, Query(alias="overlay")] = None,
     align: Literal["start", "steady"] = "start",
     max_points: Annotated[int, Query(ge=3, le=100_000)] = 1000,
@@ -40,7 +41,9 @@ def get_compare(
     ids = [i.strip() for i in runs.split(",") if i.strip()]
     chosen = find_runs(services.store, [h.name for h in services.config.hosts], ids)
     windows = dict(parse_window(w) for w in window or [])
-    stats, result = compare_runs(services.store, chosen, baseline, windows, min_steady)
+    minimum = host_min_steady(services.config, chosen[0].host) if min_steady is None else min_steady
+    stats, result = compare_runs(services.store, chosen, baseline, windows, minimum)
+    result["min_steady_s"], result["default_min_steady_s"] = minimum, DEFAULT_MIN_STEADY_S
     if format != "json":
         return PlainTextResponse(render(result, format), media_type=MEDIA[format])
     if overlay_metrics:

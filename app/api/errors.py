@@ -2,6 +2,7 @@
 these registered handlers pick the status code, headers and body.
 
     NotFound           404  an unknown run (or what else a request names that does not exist)
+    Conflict           409  what is asked does not fit the present state (an alert that is not open)
     KvwatchError       422  any other problem with what was asked (a bad window, a run with no data)
     StoreUnavailable   503  Retry-After: 5 (a PostgreSQL restart; the page retries)
     RestartRefused     by its kind, `REFUSAL_STATUS` (the restart controller's refusals)
@@ -24,7 +25,7 @@ from kvwatch.app.controller.errors import (
     StaleRun,
     Vetoed,
 )
-from kvwatch.app.errors import KvwatchError, NotFound, StoreUnavailable
+from kvwatch.app.errors import Conflict, KvwatchError, NotFound, StoreUnavailable
 
 # Most specific first: the first class an error is an instance of decides.
 REFUSAL_STATUS: tuple[tuple[type[RestartRefused], int], ...] = (
@@ -68,12 +69,17 @@ async def not_found(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=404)
 
 
+async def conflict(_: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=409)
+
+
 async def cannot_answer(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=422)
 
 
 def register_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(NotFound, not_found)
+    app.add_exception_handler(Conflict, conflict)
     app.add_exception_handler(KvwatchError, cannot_answer)
     app.add_exception_handler(StoreUnavailable, store_unavailable)
     app.add_exception_handler(RestartRefused, restart_refused)

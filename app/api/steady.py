@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query
 
 from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compute_run_stats
+from kvwatch.app.compare.settings import host_min_steady
 from kvwatch.app.runs import find_runs
 
 router = APIRouter(tags=["runs"])
@@ -19,10 +20,14 @@ router = APIRouter(tags=["runs"])
 
 @router.get("/api/runs/{run_id}/steady")
 def get_steady(
-    services: ServicesDep, run_id: str, min_steady: Annotated[float, Query(ge=0)] = DEFAULT_MIN_STEADY_S
+    services: ServicesDep, run_id: str,
+    min_steady: Annotated[float | None, Query(ge=0, description="seconds; default: the host's")] = None,
 ) -> dict[str, Any]:
     """The run's automatic steady window as /api/compare reports it (`status` steady|settling|
-    too_short|no_data, `start`, `end`, `duration_s`, `message`, ...), plus `run` and `host`."""
+    too_short|no_data, `start`, `end`, `duration_s`, `message`, ...), plus `run`, `host` and
+    `min_steady_s` (the host's `[hosts.compare] min_steady` unless the query sets one)."""
     (run,) = find_runs(services.store, [h.name for h in services.config.hosts], [run_id])
-    window = compute_run_stats(services.store, run, None, min_steady).window
-    return {"run": run.id, "host": run.host, **window.as_dict(run.started_at)}
+    minimum = host_min_steady(services.config, run.host) if min_steady is None else min_steady
+    window = compute_run_stats(services.store, run, None, minimum).window
+    return {"run": run.id, "host": run.host, "min_steady_s": minimum, "default_min_steady_s": DEFAULT_MIN_STEADY_S,
+            **window.as_dict(run.started_at)}

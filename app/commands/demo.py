@@ -25,6 +25,8 @@ NAME = "demo"
 HELP = "run a simulated SGLang server and client locally and show them on the dashboard"
 log = logging.getLogger(__name__)
 ADOPT_TRIES = 30
+DEMO_ALERT_FOR = "0s"
+DEMO_MIN_STEADY_S = 120.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: int = 8765) -> Config:
     # The stand-in `sglang` package cannot be asked for its flags the way a real host is: validate
     # against the bundled schema of the version the simulator writes.
-    tables: dict[str, Any] = {**config_tables(), "restart": {"flags_schema": "0.5.23"}}
+    # The demo's story is minutes long, not hours: its token-usage alert fires on the first sample at or
+    # above 0.95 (`for` 0; the default for real hosts stays 2 minutes) so that it fires within the
+    # first minute, when the default config has saturated (simulator/demo.py's STORY).
+    tables: dict[str, Any] = {**config_tables(), "restart": {"flags_schema": "0.5.23"},
+                              "alerts": {"token_usage_high": {"for": DEMO_ALERT_FOR}},
+                              # each config of the story runs 5-8 minutes: compare them on 2 minutes of
+                              # steady state (of story time: the story runs `speed` times faster)
+                              "compare": {"min_steady": DEMO_MIN_STEADY_S / world.speed}}
     host = HostConfig(
         name=DEMO_HOST,
         ssh="local",

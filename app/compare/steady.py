@@ -136,4 +136,10 @@ def check_length(window: SteadyWindow, min_steady_s: float) -> SteadyWindow:
 
 
 def manual_window(start: float, end: float, min_steady_s: float) -> SteadyWindow:
-    return check_length(SteadyWindow(start, end, "steady", False, "set by hand"), min_steady_s)
+    """A window set by hand is used as set; a note says when it is shorter than the minimum."""
+    window = SteadyWindow(start, end, "steady", False, "set by hand")
+    if window.duration < min_steady_s:
+        return SteadyWindow(start, end, "steady", False,
+                            f"set by hand: {window.duration / 60:.1f} min, shorter than the "
+                            f"{min_steady_s / 60:.1f} min minimum for an automatic window")
+    return window

@@ -72,11 +72,15 @@ class RankAggregator:
         self._of(metric).latest[rank] = value
 
     def host_samples(self, samples: list[Sample]) -> list[Sample]:
-        out: list[Sample] = []
+        """One host sample per metric and instant: parts sampled at the same time (the 8 GPUs of one
+        nvidia-smi tick, the output files read in one pass) are combined once all of them are in, not
+        once per part, which would store partial combinations (a mean over 3 new and 5 old GPUs) at
+        that instant, for charts and rates to read."""
+        out: dict[tuple[str, float], list[Sample]] = {}
         for sample in samples:
             if sample.rank:
-                out.extend(self._host(sample))
-        return out
+                out[(sample.metric, sample.t)] = self._host(sample)  # the last one holds every part
+        return [host for combined in out.values() for host in combined]
 
     def _host(self, sample: Sample) -> list[Sample]:
         parts = self._of(sample.metric)

@@ -9,6 +9,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from kvwatch.app.alerts.silences import AlertNotOpen
 from kvwatch.app.api.errors import REFUSAL_STATUS, register_error_handlers
 from kvwatch.app.controller import errors as refusals
 from kvwatch.app.errors import ConfigError, KvwatchError, StoreUnavailable, UnknownRun
@@ -27,6 +28,7 @@ RAISED: dict[str, Exception] = {
     "bad_input": KvwatchError("window r1:50:10: ends before it starts"),
     "store_down": StoreUnavailable("server.database: PostgreSQL unreachable"),
     "config": ConfigError("kvwatch.toml: hosts[0].ssh: missing"),
+    "not_open": AlertNotOpen("gpu1/token_usage_high is not pending or firing"),
 }
 
 
@@ -45,6 +47,7 @@ def client() -> TestClient:
 @pytest.mark.parametrize(("kind", "status"), [
     ("invalid", 422), ("vetoed", 403), ("busy", 409), ("stale", 409), ("limited", 429), ("unavailable", 503),
     ("refused", 400), ("unknown_run", 404), ("bad_input", 422), ("store_down", 503), ("config", 422),
+    ("not_open", 409),
 ])
 def test_each_kind_has_its_status_and_its_message(client: TestClient, kind: str, status: int) -> None:
     answer = client.get(f"/raise/{kind}")

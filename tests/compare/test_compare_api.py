@@ -84,14 +84,14 @@ def test_window_by_hand_and_overlay_aligned_at_steady_state(server: Any) -> None
 def test_short_window_says_not_enough_data_and_bad_requests_are_refused(server: Any) -> None:
     runs = httpx.get(f"{server.url}/api/runs", params={"host": "local"}).json()
     first = runs[0]["id"]
-    body = httpx.get(f"{server.url}/api/compare", params={"runs": first, "window": f"{first}:900:960"}).json()
+    body = httpx.get(f"{server.url}/api/compare", params={"runs": first, "window": f"{first}:900:905"}).json()
     assert body["runs"][0]["steady"]["status"] == "too_short"
     # the first run has ended (the server restarted): no "yet", more data will not come (issue #16)
     assert body["runs"][0]["state"] == "ended"
     assert body["runs"][0]["steady"]["message"].startswith("not enough steady data (the run has ended)")
     assert next(r for r in body["rows"] if r["metric"] == "gen_throughput")["values"] == [None]
     markdown = httpx.get(
-        f"{server.url}/api/compare", params={"runs": first, "window": f"{first}:900:960", "format": "markdown"}
+        f"{server.url}/api/compare", params={"runs": first, "window": f"{first}:900:905", "format": "markdown"}
     ).text
     assert "not enough steady data (the run has ended)" in markdown.splitlines()[2]
     assert "yet" not in markdown.splitlines()[2]
@@ -99,3 +99,17 @@ def test_short_window_says_not_enough_data_and_bad_requests_are_refused(server: 
     bad = httpx.get(f"{server.url}/api/compare", params={"runs": first, "window": f"{first}:x"})
     assert bad.status_code == 422 and "RUN_ID:FROM:TO" in bad.json()["detail"]
     assert httpx.get(f"{server.url}/api/runs", params={"host": "nope"}).status_code == 404
+
+
+def test_a_hand_set_window_shorter_than_the_minimum_is_used_with_a_note(server: Any) -> None:
+    first = httpx.get(f"{server.url}/api/runs", params={"host": "local"}).json()[0]["id"]
+    body = httpx.get(f"{server.url}/api/compare", params={"runs": first, "window": f"{first}:900:1020"}).json()
+    steady = body["runs"][0]["steady"]
+    assert (steady["status"], steady["auto"], steady["duration_s"]) == ("steady", False, 120.0)
+    assert steady["message"] == "set by hand: 2.0 min, shorter than the 5.0 min minimum for an automatic window"
+    assert body["min_steady_s"] == body["default_min_steady_s"] == 300.0
+    gen = next(r for r in body["rows"] if r["metric"] == "gen_throughput")
+    assert gen["values"][0] is not None and gen["values"][0] > 0
+    shorter = httpx.get(f"{server.url}/api/compare", params={"runs": first, "window": f"{first}:900:1020",
+                                                             "min_steady": 60}).json()
+    assert shorter["min_steady_s"] == 60.0 and shorter["runs"][0]["steady"]["message"] == "set by hand"

@@ -89,7 +89,7 @@ def test_an_ended_run_never_says_not_enough_data_yet(two_runs: tuple[SqliteStore
     store, runs = two_runs
     ended, live = runs
     assert ended.state == "ended" and live.state != "ended"
-    _, result = compare_runs(store, runs, windows={ended.id: (900.0, 960.0), live.id: (900.0, 960.0)})
+    _, result = compare_runs(store, runs, windows={ended.id: (900.0, 905.0), live.id: (900.0, 905.0)})
     ended_steady, live_steady = (r["steady"] for r in result["runs"])
     assert ended_steady["status"] == live_steady["status"] == "too_short"
     assert ended_steady["message"].startswith("not enough steady data (the run has ended)")
