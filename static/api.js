@@ -152,3 +152,24 @@ export function postAlertAction(host, rule, action, { token, forS } = {}) {
   const path = `/api/alerts/${encodeURIComponent(host)}/${encodeURIComponent(rule)}/${action}`;
   return postJSON(path, forS ? { for_s: forS } : {}, { Authorization: `Bearer ${token}` });
 }
+
+// The compare view: its query (runs, baseline, windows, format, ...) as URLSearchParams.
+export function compareURL(query) {
+  return `/api/compare?${query}`;
+}
+
+// The table as JSON, with the server's reason when it cannot answer (422: a window too short, ...).
+export async function fetchCompare(query) {
+  const response = await fetch(compareURL(query));
+  const text = await response.text();
+  let answer;
+  try { answer = JSON.parse(text); } catch { answer = { detail: text }; }
+  return { ok: response.ok, status: response.status, answer };
+}
+
+// The table as text (format=markdown or csv).
+export async function fetchCompareText(query) {
+  const response = await fetch(compareURL(query));
+  if (!response.ok) throw new Error(`compare: HTTP ${response.status}`);
+  return response.text();
+}

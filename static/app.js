@@ -86,11 +86,11 @@ function fillLive() {
 // answer that lands later is dropped, never drawn over the newer history.
 let fillGeneration = 0;
 
-async function refill(fetch) {
+async function refill(load) {
   const generation = ++fillGeneration;
   state.filling += 1;
   try {
-    const series = await fetch();
+    const series = await load();
     if (generation !== fillGeneration) return;
     for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
   } finally {

@@ -1,6 +1,6 @@
 // The compare view of one host: pick runs and a baseline, the steady-state table with change % and the
 // within-noise marker, the flag diff, copy as Markdown / download CSV, the overlay chart, windows by hand.
-import { fetchRuns } from "./api.js";
+import { compareURL, fetchCompare, fetchCompareText, fetchRuns } from "./api.js";
 import { el, fmt } from "./flageditor.js";
 import { drawOverlay } from "./overlay.js";
 
@@ -78,7 +78,7 @@ function query(format) {
   if (state.minSteady !== null) query.set("min_steady", String(state.minSteady));
   if (format) query.set("format", format);
   else { query.set("overlay", OVERLAY.join(",")); query.set("align", state.align); query.set("max_points", "800"); }
-  return `/api/compare?${query}`;
+  return query;
 }
 
 async function refresh(root) {
@@ -86,13 +86,12 @@ async function refresh(root) {
   const few = state.runs.length < 2 ? "one run so far: a comparison needs two" : "pick two runs or more";
   error.textContent = state.chosen.length < 2 ? few : "";
   if (state.chosen.length < 2) return;
-  const response = await fetch(query());
-  const body = await response.json();
-  if (!response.ok) {
-    error.textContent = `${response.status}: ${fmt(body.detail)}`;
+  const { ok, status, answer } = await fetchCompare(query());
+  if (!ok) {
+    error.textContent = `${status}: ${fmt(answer.detail)}`;
     return;
   }
-  state.result = body;
+  state.result = answer;
   const baseline = root.querySelector("#cmp-baseline");
   baseline.replaceChildren(...body.runs.map((r) => new Option(r.label || r.id, r.id)));
   baseline.value = body.baseline || state.baseline || body.runs[0].id;
@@ -195,7 +194,7 @@ function renderWindows(root, body) {
 }
 
 async function copyMarkdown(root) {
-  const text = await (await fetch(query("markdown"))).text();
+  const text = await fetchCompareText(query("markdown"));
   const note = root.querySelector("#cmp-note");
   try {
     await navigator.clipboard.writeText(text);
@@ -213,7 +212,7 @@ async function copyMarkdown(root) {
 }
 
 function downloadCsv() {
-  const link = el("a", { href: query("csv"), download: `kvwatch-compare-${state.chosen.join("-")}.csv` });
+  const link = el("a", { href: compareURL(query("csv")), download: `kvwatch-compare-${state.chosen.join("-")}.csv` });
   document.body.append(link);
   link.click();
   link.remove();
