@@ -86,12 +86,12 @@ async function refresh(root) {
   const few = state.runs.length < 2 ? "one run so far: a comparison needs two" : "pick two runs or more";
   error.textContent = state.chosen.length < 2 ? few : "";
   if (state.chosen.length < 2) return;
-  const { ok, status, answer } = await fetchCompare(query());
+  const { ok, status, answer: body } = await fetchCompare(query());
   if (!ok) {
-    error.textContent = `${status}: ${fmt(answer.detail)}`;
+    error.textContent = `${status}: ${fmt(body.detail)}`;
     return;
   }
-  state.result = answer;
+  state.result = body;
   const baseline = root.querySelector("#cmp-baseline");
   baseline.replaceChildren(...body.runs.map((r) => new Option(r.label || r.id, r.id)));
   baseline.value = body.baseline || state.baseline || body.runs[0].id;
