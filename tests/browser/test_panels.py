@@ -159,11 +159,30 @@ def test_compare_view_table_markdown_csv_overlay_and_window(two_runs: Any, page:
     page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 3")
     cells = page.locator("#cmp-table tr[data-metric=gen_throughput] td").all_inner_texts()
     assert cells[1] == "not enough steady data (the run has ended)"  # the first run ended: no "yet"
+    # A hand-set window shorter than the minimum is honoured, with a note that says so (#18).
+    page.locator(f"[data-testid=cmp-from-{first}]").fill("600")
+    page.locator(f"[data-testid=cmp-to-{first}]").fill("800")
+    page.locator(f"[data-testid=cmp-apply-{first}]").click()
+    page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 4")
+    assert "600–800 s (by hand)" in page.locator("#cmp-table .steady-row").inner_text()
+    note = page.locator(f"[data-testid=cmp-window-note-{first}]").inner_text()
+    assert "set by hand: 3.3 min, shorter than the 5.0 min minimum" in note
+    assert page.locator("#cmp-table tr[data-metric=gen_throughput] td").all_inner_texts()[1][0].isdigit()
     page.locator(f"[data-testid=cmp-from-{first}]").fill("600")
     page.locator(f"[data-testid=cmp-to-{first}]").fill("1400")
     page.locator(f"[data-testid=cmp-apply-{first}]").click()
-    page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 4")
+    page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 5")
     assert "600–1400 s (by hand)" in page.locator("#cmp-table .steady-row").inner_text()
+    # The minimum is shown and can be changed: an hour is longer than the other run's automatic window.
+    assert page.locator("[data-testid=cmp-min-steady]").input_value() == "5"
+    second = page.locator("#cmp-runs input").nth(1).get_attribute("value")
+    assert second != first
+    page.locator("[data-testid=cmp-min-steady]").fill("60")
+    page.locator("[data-testid=cmp-min-steady]").dispatch_event("change")
+    page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 6")
+    assert "(default 5 min)" in page.locator("[data-testid=cmp-min-default]").inner_text()
+    cells = page.locator("#cmp-table tr[data-metric=gen_throughput] td").all_inner_texts()
+    assert cells[1][0].isdigit() and cells[2].startswith("not enough steady data")  # by hand vs automatic
     shoot(page, "compare.png", "#compare-view")
     assert outside == []
 
