@@ -3,19 +3,13 @@
 // panel's token), a browser notification when one starts firing, and the firing count in the title.
 // Everything from the server is set as text, never as markup.
 import { postAlertAction } from "./api.js";
+import { el } from "./dom.js";
 import { formatAge } from "./status.js";
 
 const TOKEN_KEY = "kvwatch-token";  // the restart panel's: sessionStorage only, never the URL
 const MUTE_S = 3600;
 const RELOAD_MS = 10_000;  // an open alert's value and window move between its state changes
 const TITLE = "kvwatch";
-
-function el(tag, attrs = {}, text = "") {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
-  if (text) node.textContent = text;
-  return node;
-}
 
 export function clockText(t) {
   return `${new Date(t * 1000).toISOString().slice(0, 19).replace("T", " ")} UTC`;

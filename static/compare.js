@@ -1,7 +1,8 @@
 // The compare view of one host: pick runs and a baseline, the steady-state table with change % and the
 // within-noise marker, the flag diff, copy as Markdown / download CSV, the overlay chart, windows by hand.
 import { compareURL, fetchCompare, fetchCompareText, fetchRuns } from "./api.js";
-import { el, fmt } from "./flageditor.js";
+import { el } from "./dom.js";
+import { fmt } from "./flageditor.js";
 import { drawOverlay } from "./overlay.js";
 
 const state = { host: null, runs: [], chosen: [], baseline: null, windows: {}, align: "start", result: null,

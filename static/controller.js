@@ -4,7 +4,8 @@ import {
   fetchController, fetchFlagOptions, fetchPredictions, fetchRestartStatus, fetchStatus, postPredict, postRestart,
   postRestartCheck,
 } from "./api.js";
-import { diffFlags, el, FlagEditor, fmt, renderDiff } from "./flageditor.js";
+import { el } from "./dom.js";
+import { diffFlags, FlagEditor, fmt, renderDiff } from "./flageditor.js";
 import { renderPresets } from "./presets.js";
 import { changesOf, renderAccuracy, renderPrediction } from "./whatif.js";
 

@@ -1,19 +1,11 @@
 // The flag editor of the controller panel: one row per flag of the next run, widgets from the host's
 // own sglang schema (a select where argparse has choices, a checkbox for switches), and the diff.
 
+import { el } from "./dom.js";
+
 const SWITCHES = new Set(["store_true", "store_false", "boolean_optional", "other:DeprecatedStoreTrueAction"]);
 const NUMERIC = new Set(["int", "float", "human_readable_int"]);
 
-export function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "text") node.textContent = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else if (value !== undefined && value !== null && value !== false) node.setAttribute(key, value === true ? "" : value);
-  }
-  node.append(...children.filter((c) => c !== null && c !== undefined));
-  return node;
-}
 
 export const testid = (name) => name.replace(/[^A-Za-z0-9_-]/g, "_");
 

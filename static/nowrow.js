@@ -1,5 +1,6 @@
 // The row of current values at the top: the selected host now, readable without hovering a chart.
 // Filled from /api/hosts/{name}/status, the newest values then follow the stream's samples.
+import { el } from "./dom.js";
 import { formatDuration } from "./status.js";
 
 const CELLS = [
@@ -15,17 +16,10 @@ const CELLS = [
 const LIVE = new Set(["gen_throughput", "token_usage", "running_req", "queue_req"]);
 const FLAG_LIMIT = 12;
 
-function node(tag, className, text) {
-  const element = document.createElement(tag);
-  if (className) element.className = className;
-  if (text !== undefined) element.textContent = text;
-  return element;
-}
-
 function cell(testid, label) {
-  const box = node("div", "now");
+  const box = el("div", { class: "now" });
   box.setAttribute("data-testid", testid);
-  box.append(node("span", "now-label", label), node("span", "now-value", "—"));
+  box.append(el("span", { class: "now-label" }, label), el("span", { class: "now-value" }, "—"));
   return box;
 }
 
@@ -55,7 +49,7 @@ export function createNowRow(root) {
     clear() {
       for (const field of cells.keys()) show(field, null);
       alerts.querySelector(".now-value").textContent = "—";
-      flags.querySelector(".now-value").replaceChildren(node("span", "muted", "—"));
+      flags.querySelector(".now-value").replaceChildren(el("span", { class: "muted" }, "—"));
       verdict.hidden = true;
     },
     status(status) {
@@ -71,9 +65,9 @@ export function createNowRow(root) {
       const entries = Object.entries(defining);
       const value = flags.querySelector(".now-value");
       value.replaceChildren(...entries.slice(0, FLAG_LIMIT).map(([k, v]) =>
-        node("code", "flag-chip", v === true ? `--${k}` : `--${k} ${v}`)));
-      if (entries.length > FLAG_LIMIT) value.append(node("span", "muted", ` +${entries.length - FLAG_LIMIT} more`));
-      if (!entries.length) value.append(node("span", "muted", status.run ? "defaults" : "no run yet"));
+        el("code", { class: "flag-chip" }, v === true ? `--${k}` : `--${k} ${v}`)));
+      if (entries.length > FLAG_LIMIT) value.append(el("span", { class: "muted" }, ` +${entries.length - FLAG_LIMIT} more`));
+      if (!entries.length) value.append(el("span", { class: "muted" }, status.run ? "defaults" : "no run yet"));
       flags.title = status.run?.id ? `run ${status.run.id}` : "";
     },
     diagnosis(answer) {

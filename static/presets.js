@@ -1,6 +1,7 @@
 // The controller panel's presets: named flag sets laid over the flags that run now, which the page says
 // plainly (what a preset sets, what it keeps); a preset with a vetoed value is disabled with the reason.
-import { el, fmt } from "./flageditor.js";
+import { el } from "./dom.js";
+import { fmt } from "./flageditor.js";
 
 const glob = (pattern) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`);
 

@@ -1,14 +1,8 @@
 // Everything around the charts: host strip, the three sources with freshness (alerts: alertbanner.js).
+import { el } from "./dom.js";
 import { catchUpText } from "./hostpanels.js";
 
 const STALE_S = 120;
-
-function el(tag, attrs = {}, text = "") {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
-  if (text) node.textContent = text;
-  return node;
-}
 
 export function formatAge(seconds) {
   if (seconds === null || seconds === undefined) return "never";

@@ -1,7 +1,7 @@
 // What a flag change is predicted to give (POST .../predict), shown beside the diff before confirming,
 // and how earlier predictions compared with what their runs measured (GET .../predictions).
 // Every value is text (textContent): risks and bases quote log lines.
-import { el } from "./flageditor.js";
+import { el } from "./dom.js";
 
 const count = (v) => (v === null || v === undefined ? "unknown" : Math.round(v).toLocaleString("en-US"));
 const rate = (v) => (v === null || v === undefined ? "unknown" : `${Math.round(v).toLocaleString("en-US")} tok/s`);
