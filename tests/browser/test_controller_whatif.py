@@ -6,6 +6,7 @@ run now, and after the restart the new run's measured KV tokens are recorded nex
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from kvwatch.app.runner import build_services
 from kvwatch.simulator.demo import start_demo_world
 from tests.fixtures.web import block_outside_requests
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 TOKEN = "whatif-t0ken"
 SPEED = 4.0
 
@@ -52,6 +53,15 @@ def before(page: Any, first: str, second: str) -> bool:
         " & Node.DOCUMENT_POSITION_FOLLOWING)", [first, second]))
 
 
+def final_run_settled(url: str) -> bool:
+    run = httpx.get(f"{url}/api/hosts/demo/controller").json()["run"]
+    if not run or run["flags"].get("enable-hierarchical-cache") is not True:
+        return False
+    answer = httpx.post(f"{url}/api/hosts/demo/predict", json={"flags": {}}).json()
+    # a fresh run has measured no tokens per request yet: no concurrency to predict until it has
+    return bool(answer.get("run") == run["id"] and answer.get("max_total_num_tokens") and answer.get("running_req"))
+
+
 def wait_assessed(page: Any) -> None:
     page.wait_for_function("document.getElementById('ctl-prediction').dataset.state === 'done'", timeout=30_000)
 
@@ -64,7 +74,15 @@ def test_prediction_beside_the_diff_veto_marked_and_the_error_recorded(demo: str
     page.wait_for_selector("[data-testid=preset-default]", timeout=30_000)
     # The demo's controller adopts its server once the story is over; the panel notices without a reload.
     page.wait_for_function("document.querySelector('#ctl-current summary').textContent"
-                           ".includes('· running · run adopted-')", timeout=150_000)
+                           ".includes('· running · run adopted-')", timeout=300_000)
+    # The story's last run (0.88 + hierarchical cache) is adopted a moment before its log lines make it
+    # the host's current run with its KV capacity; what-if is asked of that run, so wait for it.
+    deadline = time.monotonic() + 90
+    while not final_run_settled(demo):
+        assert time.monotonic() < deadline, "the story's last run never became the current run"
+        time.sleep(1)
+    page.reload()
+    page.wait_for_selector("[data-testid=preset-default]", timeout=30_000)
     based_on = httpx.get(f"{demo}/api/hosts/demo/controller").json()["run"]["id"]
 
     # A preset says what it does: laid over the flags that run now, which it keeps, named.
@@ -92,7 +110,7 @@ def test_prediction_beside_the_diff_veto_marked_and_the_error_recorded(demo: str
     page.locator("#flag-search").fill("kv-cache-dtype")
     page.locator("#flag-add").click()
     page.locator("[data-testid=flag-input-kv-cache-dtype]").select_option("fp8_e4m3")
-    page.wait_for_selector("tr[data-flag=kv-cache-dtype][data-problem=vetoed]", timeout=15_000)
+    page.wait_for_selector("tr[data-flag=kv-cache-dtype][data-problem=vetoed]", timeout=60_000)
     assert "degrades the model" in page.locator("[data-testid=flag-error-kv-cache-dtype]").inner_text()
     assert page.locator("#ctl-review").is_disabled()
     assert "--kv-cache-dtype (vetoed)" in page.locator("#ctl-problems").inner_text()
