@@ -9,6 +9,7 @@ tokens is slow too.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -81,8 +82,14 @@ class BodyLimit:
                 raise
 
 
+# POSTs that change nothing (a what-if, a restart's dry run): the restart panel sends one per edit, and
+# they must not spend the budget of the restart that follows.
+CHANGES_NOTHING = re.compile(r"^/api/hosts/[^/]+/(?:predict|restart/check)$")
+
+
 class MutationRateLimit:
-    """A token bucket per client address for mutating methods; reads are never limited here."""
+    """A token bucket per client address for mutating methods; reads (and the POSTs that change
+    nothing, CHANGES_NOTHING) are never limited here."""
 
     def __init__(self, app: ASGIApp, per_minute: float, burst: int) -> None:
         self.app, self.rate, self.burst = app, per_minute / 60.0, burst
@@ -105,7 +112,8 @@ class MutationRateLimit:
             return (1.0 - tokens) / self.rate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("method") in MUTATING:
+        if (scope["type"] == "http" and scope.get("method") in MUTATING
+                and not CHANGES_NOTHING.match(scope.get("path", ""))):
             client = (scope.get("client") or ("?", 0))[0]
             wait = self._take(str(client))
             if wait > 0:

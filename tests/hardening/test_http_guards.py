@@ -118,6 +118,16 @@ def test_mutating_requests_are_rate_limited_per_client_and_reads_are_not(tmp_pat
         assert all(api.get("/api/hosts").status_code == 200 for _ in range(30))
 
 
+def test_what_if_and_dry_runs_do_not_spend_the_restart_budget(tmp_path: Path) -> None:
+    """The restart panel posts a what-if and a dry run on every edit: they change nothing."""
+    with client(tmp_path, Limits(mutations_per_minute=6, mutation_burst=5)) as api:
+        for _ in range(20):
+            assert api.post("/api/hosts/local/predict", json={"flags": {}}).status_code != 429
+            assert api.post("/api/hosts/local/restart/check", json={"flags": {}}).status_code != 429
+        codes = [api.post("/api/hosts/local/restart", json={"preset": "x"}).status_code for _ in range(6)]
+        assert codes[:5] == [401] * 5 and codes[5] == 429
+
+
 def test_the_guards_hold_over_a_real_server(tmp_path: Path) -> None:
     with served_world(tmp_path, limits=Limits(), lines=10) as world:
         url = f"{world.url}/api/hosts/local/restart"
