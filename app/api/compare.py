@@ -20,6 +20,7 @@ from fastapi.responses import PlainTextResponse
 from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compare_runs, overlay, parse_window, render
 from kvwatch.app.compare.settings import host_min_steady
+from kvwatch.app.errors import KvwatchError
 from kvwatch.app.runs import find_runs
 
 router = APIRouter(tags=["compare"])
@@ -40,6 +41,8 @@ def get_compare(
 ) -> dict[str, Any] | PlainTextResponse:
     ids = [i.strip() for i in runs.split(",") if i.strip()]
     chosen = find_runs(services.store, [h.name for h in services.config.hosts], ids)
+    if not chosen:
+        raise KvwatchError("runs: name at least two run ids (GET /api/runs lists them)")
     windows = dict(parse_window(w) for w in window or [])
     minimum = host_min_steady(services.config, chosen[0].host) if min_steady is None else min_steady
     stats, result = compare_runs(services.store, chosen, baseline, windows, minimum)
