@@ -4,7 +4,7 @@ must behave identically on both.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -24,3 +24,12 @@ def transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
         yield remote
     finally:
         remote.close()
+
+
+@pytest.fixture(params=["local", "ssh"])
+def connect(request: pytest.FixtureRequest) -> Callable[[], Transport]:
+    """The same test on this machine and over the real sshd."""
+    if request.param == "local":
+        return LocalTransport
+    server: Sshd = request.getfixturevalue("sshd")
+    return server.connect

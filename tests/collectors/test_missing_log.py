@@ -18,15 +18,6 @@ from kvwatch.collectors.local import LocalTransport
 from tests.collectors.harness import append, numbered
 from tests.collectors.sinks import SqliteSink
 from tests.collectors.test_host import wait_for
-from tests.fixtures.sshd import Sshd
-
-
-@pytest.fixture(params=["local", "ssh"])
-def connect(request: pytest.FixtureRequest) -> Callable[[], Transport]:
-    if request.param == "local":
-        return LocalTransport
-    server: Sshd = request.getfixturevalue("sshd")
-    return server.connect
 
 
 @pytest.fixture
