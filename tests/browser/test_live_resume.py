@@ -177,7 +177,9 @@ def test_a_chart_keeps_a_bounded_number_of_points(tmp_path: Path, serve_app: Any
     start = time.time() - 6000
     services.bus.publish("sample", {"host": "local", "points": {
         "gen_throughput": [[start + i, 5000.0 + i] for i in range(6000)]}})
-    # At the bound the chart is refilled with the stored history, downsampled by the server.
+    # At the bound the chart is refilled with the stored history, downsampled by the server. (It
+    # held those 20 points before the event too: first wait for the live points to be drawn.)
+    page.wait_for_function("window.peak > 0", timeout=10_000)
     page.wait_for_function(f"{THROUGHPUT_Y}.length === 20", timeout=10_000)
     assert page.evaluate("window.peak") == 5000
     # The bound holds afterwards too, and the refilled history stays: live drawing never interleaves
