@@ -77,7 +77,9 @@ async function takeCurrent(root, view) {
     Object.entries(state.current).map(([k, v]) => `--${k} ${fmt(v)}`).join("\n");
   if (untouched) state.editor.set(state.current);
   renderDiff(root.querySelector("#ctl-diff"), diffFlags(state.current, state.editor.flags));
-  if (JSON.stringify(before) !== JSON.stringify(state.current)) scheduleAssess(root);
+  // Asked again when what it rests on changed: the flags, or the run whose capacity and workload it
+  // reads (a new run logs its KV capacity seconds after it starts; until then the answer is "unknown").
+  if (JSON.stringify(before) !== JSON.stringify(state.current) || state.predictionIncomplete) scheduleAssess(root);
   showAccuracy(root);
 }
 
@@ -105,6 +107,7 @@ async function assess(root) {
   ]);
   if (seq !== state.seq || host !== state.host) return false;
   renderPrediction(root.querySelector("#ctl-prediction"), predicted.answer, predicted.status);
+  state.predictionIncomplete = predicted.status !== 200 || (predicted.answer.risks || []).some((r) => r.kind === "unknown");
   state.problems = checked.status === 200 ? checked.answer.problems || [] : [];
   state.editor.mark(state.problems);
   root.querySelector("#ctl-problems").textContent = state.problems.length

@@ -37,6 +37,7 @@ MAX_QUIET_S = (DRAIN_S + DEMO_LOAD_S + 12.0) / SPEED + 12.0
 # Completions resume only when the new server has finished its first responses (the shortest take
 # ~100 simulated seconds under a restart's burst): up to ~25 s of wall time at speed 4.
 RESUME_S = {"chart-completions": 45.0}
+AFTER_S = 30.0  # wall seconds after a run marker searched for the chart's first working sample
 CHARTS = ("chart-throughput", "chart-usage", "chart-requests", "chart-completions", "chart-gpu-util",
           "chart-gpu-mem")
 READ = """(id) => { const el = document.getElementById(id); const tr = el.data[0];
@@ -77,12 +78,13 @@ def quiet_stretch(chart: str, xs: list[float], ys: list[float | None], mark: flo
     MIN_QUIET_S, or samples showing the server down) that overlaps `mark` +- TOL_S."""
     top = max((y for y in ys if y is not None), default=0.0)
     near = [(x, on) for x, on in zip(xs, active(chart, ys, top), strict=True)
-            if mark - AROUND_S <= x <= mark + RESUME_S.get(chart, 2.5 * AROUND_S)]
+            if mark - AROUND_S <= x <= mark + RESUME_S.get(chart, AFTER_S)]
     working = [i for i, (_, on) in enumerate(near) if on]
     gaps = [(near[j][0] - near[i][0], near[i][0], near[j][0]) for i, j in itertools.pairwise(working)
             if (near[j][0] - near[i][0] >= MIN_QUIET_S or j > i + 1)  # long, or a sample shows it down
             and near[i][0] - TOL_S <= mark <= near[j][0] + TOL_S]
-    assert gaps, f"{chart}: no quiet stretch at the restart at {mark:.1f}"
+    shown = [(round(x - mark, 1), on) for x, on in near]
+    assert gaps, f"{chart}: no quiet stretch at the restart at {mark:.1f}; samples around it: {shown}"
     _, before, after = max(gaps)
     return before, after
 
