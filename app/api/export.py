@@ -10,7 +10,6 @@ from fastapi.responses import StreamingResponse
 from kvwatch.app.api.catalog import host_combine
 from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.api.points import run_window
-from kvwatch.app.export import NOTHING_STORED, encode_chunks, rollup_rows, safe_name, series_frame
 from kvwatch.app.store.base import Store
 
 router = APIRouter(tags=["export"])
@@ -30,6 +29,10 @@ def export_series(
 ) -> Response:
     """Every stored sample of the chosen metrics (default: all of the host's) in the window; where
     retention pruned the raw samples, 10 s rollup buckets marked in a `source` column (app.export)."""
+    # pandas (and its ~85 MB) is imported by the first export, not by every kvwatch process: a
+    # collector that never exports stays under the catch-up memory target (BENCHMARKS.md).
+    from kvwatch.app.export import NOTHING_STORED, encode_chunks, rollup_rows, safe_name, series_frame
+
     require_host(services, host)
     name = host
     if run is not None:
