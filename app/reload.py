@@ -26,8 +26,8 @@ from kvwatch.app.controller.swap import ControllerSwap, plan_swap
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.pipeline.heartbeat import claim_hosts, this_owner
-from kvwatch.app.pipeline.transports import open_transport
 from kvwatch.app.services import Services
+from kvwatch.app.transports import open_transport
 
 log = logging.getLogger(__name__)
 LIVE_SERVER_KEYS = frozenset({"webhook"})  # the [server] keys a reload applies; the rest need a restart

@@ -21,10 +21,10 @@ from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
 from kvwatch.app.pipeline.relay import StoreRelay
 from kvwatch.app.pipeline.retention import DAY_S, Retention
-from kvwatch.app.pipeline.transports import open_transport
 from kvwatch.app.reload import ConfigReloader
 from kvwatch.app.services import Services
 from kvwatch.app.store import open_store
+from kvwatch.app.transports import open_transport
 
 log = logging.getLogger(__name__)
 

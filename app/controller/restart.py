@@ -24,7 +24,6 @@ Every request ends in exactly one audit record.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -41,16 +40,11 @@ from kvwatch.app.controller.sinks import AuditSink, Forecast, Ledger, Outcome, R
 from kvwatch.app.flags.argv import Launch, parse_launch
 from kvwatch.app.flags.remote import DEFAULT_CACHE, SchemaCache, remote_schema
 from kvwatch.app.flags.schema import FlagError, FlagValue, Schema, ValidationError, load_bundled
+from kvwatch.app.runs.logs import run_log_path
 from kvwatch.app.runs.model import Run
 from kvwatch.collectors.base import CollectorError, Transport
 
 log = logging.getLogger(__name__)
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def run_log_path(log_dir: str, host: str, token: str) -> str:
-    """Where a controller-started server logs; `token="*"` gives the glob the collector follows."""
-    return f"{log_dir.rstrip('/')}/sglang-{_SAFE.sub('_', host)}-{token}.log"
 
 
 class HostController(BringUp):

@@ -18,9 +18,9 @@ from kvwatch.app.controller.sinks import RestartRecord
 from kvwatch.app.diagnosis.accuracy import changes_from, keep_prediction
 from kvwatch.app.diagnosis.service import predict_host
 from kvwatch.app.flags.schema import FlagValue
-from kvwatch.app.pipeline.transports import open_transport
 from kvwatch.app.runs.registry import current_run, record_controller_run
 from kvwatch.app.store.base import Store
+from kvwatch.app.transports import open_transport
 
 RESTART_DOC = "restart"
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from kvwatch.app.bus import EventBus
 from kvwatch.app.config import HostConfig
-from kvwatch.app.controller.restart import run_log_path
 from kvwatch.app.pipeline.sink import StoreSink
+from kvwatch.app.runs.logs import run_log_path
 from kvwatch.app.store.base import Store
 from kvwatch.collectors.backoff import Backoff
 from kvwatch.collectors.base import Transport

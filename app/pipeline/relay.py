@@ -12,19 +12,30 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, Protocol
 
+from kvwatch.app.bus import EventBus
+from kvwatch.app.config import Config
 from kvwatch.app.periodic import Periodic
 from kvwatch.app.pipeline.heartbeat import stored_health
-from kvwatch.app.services import Services
+from kvwatch.app.store.base import Store
 
 log = logging.getLogger(__name__)
 RUN_EVENT_KINDS = ("capacity", "server_args", "event")
 METRICS_REFRESH_S = 30.0
 
 
+class Relayed(Protocol):
+    """What the relay reads each round (app.services.Services is one): read anew every poll, since a
+    reload swaps the config."""
+
+    config: Config
+    store: Store
+    bus: EventBus
+
+
 class StoreRelay:
-    def __init__(self, services: Services, interval: float = 2.0) -> None:
+    def __init__(self, services: Relayed, interval: float = 2.0) -> None:
         self.services = services
         self.interval = interval
         self._last_t: dict[tuple[str, str], float] = {}

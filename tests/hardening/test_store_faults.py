@@ -18,11 +18,11 @@ from kvwatch.app.bus import EventBus
 from kvwatch.app.cli import main
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.pipeline.collector import HostCollector
-from kvwatch.app.pipeline.transports import open_transport
 from kvwatch.app.store import Batch, Sample, open_store
 from kvwatch.app.store import sqlite as sqlite_module
 from kvwatch.app.store.schema import LATEST_VERSION
 from kvwatch.app.store.sqlite import SqliteStore
+from kvwatch.app.transports import open_transport
 from tests.app.slice_helpers import append_lines, local_config, wait_until
 
 
