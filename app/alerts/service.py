@@ -10,7 +10,6 @@ Web apps sharing one store take turns through a lease: one evaluates and sends, 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ from kvwatch.app.alerts.silences import SilenceBook
 from kvwatch.app.alerts.state import AlertState
 from kvwatch.app.alerts.text import public
 from kvwatch.app.config import Config
+from kvwatch.app.periodic import Periodic
 from kvwatch.app.pipeline.heartbeat import stored_health
 from kvwatch.collectors.health import HostHealth
 
@@ -53,12 +53,13 @@ class AlertService:
         self.base_url = base_url  # for a webhook a reload turns on
         self.lease = lease
         self.webhook = delivery.url if delivery is not None else webhook
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="alerts", daemon=True)
+        self._loop = Periodic("alerts", self._tick, interval, failure="evaluation failed; retrying at the next tick")
         self._restarting: Callable[[str], bool] | None = None
         self._muted_by_restart: set[str] = set()
-        self._lease_thread = threading.Thread(target=self._beat, name="alerts-lease", daemon=True)
+        # The lease has its own loop, so a slow evaluation never delays a renewal: the holder renews
+        # every beat, a follower looks every tick to take a free lease over sooner.
+        self._lease_loop = Periodic("alerts-lease", self._beat, self._beat_interval, first_after=None,
+                                    failure="lease renewal failed; retrying at the next beat")
         self._adopted_at = float("-inf")
         engine.on_record = self._record
         engine.leading = False
@@ -71,18 +72,19 @@ class AlertService:
         if self.lease is not None:
             # The first beat before the threads start: a lone `serve` evaluates at once, as before leases.
             self.lease.beat()
-            self._lease_thread.start()
+            self._lease_loop.start()
         self._check_lease()
-        self._thread.start()
+        self._loop.start()
+
+    def _beat_interval(self) -> float:
+        assert self.lease is not None
+        return self.lease.beat_s if self.lease.held else min(self.interval, self.lease.beat_s)
 
     def _beat(self) -> None:
-        """The lease's own thread, so a slow evaluation never delays a renewal: the holder renews
-        every beat, a follower looks every tick to take a free lease over sooner."""
         assert self.lease is not None
-        while not self._stop.wait(self.lease.beat_s if self.lease.held else min(self.interval, self.lease.beat_s)):
-            was = self.lease.held
-            if self.lease.beat() != was:
-                self._wake.set()  # lead or follow now, not at the next tick
+        was = self.lease.held
+        if self.lease.beat() != was:
+            self._loop.wake()  # lead or follow now, not at the next tick
 
     def _check_lease(self) -> None:
         """Lead or follow as the lease says (always lead without one)."""
@@ -133,7 +135,7 @@ class AlertService:
 
     def poke(self) -> None:
         """Evaluate now rather than at the next tick (e.g. right after new samples were committed)."""
-        self._wake.set()
+        self._loop.wake()
 
     def mute(self, host: str, until: float | None = None, reason: str = "controller restart") -> None:
         self.engine.mute(host, until, reason)
@@ -200,11 +202,8 @@ class AlertService:
                 self.engine.unmute(host)
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        for thread in (self._thread, self._lease_thread):
-            if thread.is_alive():
-                thread.join(timeout)
+        for loop in (self._loop, self._lease_loop):
+            loop.stop(timeout)
         if self.engine.leading:
             self.engine.flush()
         if self.delivery is not None:
@@ -212,22 +211,16 @@ class AlertService:
         if self.lease is not None:  # after the last write: the next holder starts from all of it
             self.lease.release()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self._check_lease()
-                self._sync_restarts()
-                if self.engine.leading:
-                    self.engine.evaluate()
-                else:
-                    self.engine.follow()
-                changed = self.engine.silences.sync(self.engine.clock())  # another app's, or run out
-                if changed:
-                    self.engine.announce(changed)
-            except Exception:  # the boundary: a store hiccup must not end alerting for good
-                log.exception("alert evaluation failed; retrying at the next tick")
-            self._wake.wait(self.interval)
-            self._wake.clear()
+    def _tick(self) -> None:
+        self._check_lease()
+        self._sync_restarts()
+        if self.engine.leading:
+            self.engine.evaluate()
+        else:
+            self.engine.follow()
+        changed = self.engine.silences.sync(self.engine.clock())  # another app's, or run out
+        if changed:
+            self.engine.announce(changed)
 
 
 def start_alerting(

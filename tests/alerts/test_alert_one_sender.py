@@ -121,7 +121,8 @@ def test_a_message_a_killed_holder_left_unsent_is_sent_once_by_the_next(
     # The first holder dies: its threads end, and the lease stays as a killed process leaves it
     # (an owner that is gone), the firing message pending in the outbox.
     lease = first.services.store.documents(LEASE_DOC)[0]
-    first.alerting._stop.set()
+    first.alerting._loop.stop()
+    first.alerting._lease_loop.stop()
     first.alerting.delivery.stop()
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
