@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import sys
@@ -24,3 +27,26 @@ def test_an_export_still_loads_it_when_asked() -> None:
     probe = "import sys\nfrom kvwatch.app.export import series_frame\nprint('pandas' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "True"
+
+
+CATCH_UP = """
+import sys, time
+from pathlib import Path
+from tests.app.slice_helpers import append_lines, start_services
+root = Path(sys.argv[1])
+append_lines(root / "server.log", 1, 6000)  # a backlog: the columnar catch-up path (pyarrow)
+services = start_services(root)
+services.start_collectors()
+deadline = time.monotonic() + 60
+while len(services.store.series("local", "gen_throughput")[0]) < 6000 and time.monotonic() < deadline:
+    time.sleep(0.1)
+stored = len(services.store.series("local", "gen_throughput")[0])
+services.stop()
+print(stored, "pandas" in sys.modules, "pyarrow" in sys.modules)
+"""
+
+
+def test_a_catch_up_stores_its_backlog_without_pandas(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", CATCH_UP, str(tmp_path)], capture_output=True, text=True,
+                          check=True, cwd=ROOT, timeout=120)
+    assert done.stdout.split() == ["6000", "False", "True"], done.stderr[-2000:]
