@@ -43,8 +43,11 @@ export async function showController(root, host) {
   }, IDLE_REFRESH_MS);
 }
 
+// What the server runs now: the controller's record while its server runs; else, for a server it did
+// not start that the run registry sees up, that run's flags in the launch line's terms (`running_flags`).
 function currentFlags(view) {
-  return (view.current && view.current.flags) || (view.launch && view.launch.flags) || {};
+  if (view.current && view.current.running) return view.current.flags;
+  return view.running_flags || (view.current && view.current.flags) || (view.launch && view.launch.flags) || {};
 }
 
 // The run the server runs now, by the id the restart's `expected_run` is checked against: the run
@@ -59,9 +62,12 @@ async function currentRun(host, view) {
 
 function summary(view) {
   const current = currentFlags(view);
-  return `runs now: ${Object.keys(current).length} flags` +
-    (view.current ? ` · ${view.current.running ? "running" : "not running"}` +
-                    (view.current.run_id ? ` · run ${view.current.run_id}` : "") : "");
+  const count = `runs now: ${Object.keys(current).length} flags`;
+  if (!(view.current && view.current.running) && view.running_flags && view.run) {
+    return `${count} · run ${view.run.id}, read from its log (not started by kvwatch)`;
+  }
+  return count + (view.current ? ` · ${view.current.running ? "running" : "not running"}` +
+                                 (view.current.run_id ? ` · run ${view.current.run_id}` : "") : "");
 }
 
 // The server's flags again (a run started, or the user is about to confirm): the summary and the diff's

@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict
 
 from kvwatch.app.controller.errors import RestartRefused
 from kvwatch.app.controller.restart import HostController
+from kvwatch.app.controller.running import running_flags
+from kvwatch.app.flags.argv import Launch
 from kvwatch.collectors.base import CollectorError
 
 router = APIRouter(tags=["controller"])
@@ -146,7 +148,21 @@ def controller_view(name: str, service: ServiceDep) -> dict[str, Any]:
         "vetoes": [{"flag": v.flag, "value": v.value, "reason": v.reason} for v in config.vetoes],
         "current": now,
         "run": _run_view(controller),
+        "running_flags": _running_flags(controller, launch, now),
     }
+
+
+def _running_flags(
+    controller: HostController, launch: Launch | None, now: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """A server the controller does not run (its record absent or not running) that the run registry
+    sees up: its flags in the launch line's terms (app.controller.running), for the panel's diff."""
+    if launch is None or (now is not None and now.get("running")):
+        return None
+    run = controller.current_run()
+    if run is None or run.state not in ("starting", "running"):
+        return None
+    return running_flags(launch.flags, run.flags, (p.flags for p in controller.config.presets.values()))
 
 
 def _run_view(controller: HostController) -> dict[str, Any] | None:

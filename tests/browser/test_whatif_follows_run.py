@@ -64,3 +64,23 @@ def test_the_prediction_answers_once_the_run_logs_its_capacity(served: tuple[str
     assert "115,980" in page.locator("[data-testid=pred-tokens]").inner_text()
     assert not page.locator("[data-testid=pred-risks] li[data-kind=unknown]").count()
     assert outside == []
+
+
+def test_a_server_kvwatch_did_not_start_is_the_base_of_the_diff(served: tuple[str, Path], page: Any) -> None:
+    """The log's server (0.85, started by hand) is what "runs now" means, not the launch line: picking
+    the 0.88 preset shows 0.85 -> 0.88, and keeping the flags that run now changes nothing."""
+    url, _ = served
+    block_outside_requests(page)
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    page.goto(url)
+    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    page.evaluate("window.kvwatchPanels")
+    summary = page.locator("#ctl-current summary")
+    summary.wait_for(timeout=30_000)
+    page.wait_for_function("document.querySelector('#ctl-current summary').textContent.includes('read from its log')",
+                           timeout=30_000)
+    assert page.locator("[data-testid=flag-input-mem-fraction-static]").input_value() == "0.85"
+    assert "no change" in page.locator("#ctl-diff").inner_text()
+    page.locator("[data-testid=preset-bf16-hicache-088]").check()
+    diff = page.locator("#ctl-diff").inner_text()
+    assert "--mem-fraction-static" in diff and "0.85" in diff and "0.88" in diff
