@@ -159,11 +159,21 @@ async function refreshHosts() {
   if (current) {
     $("host-state").textContent = current.state;
     $("host-state").className = `badge state-${current.state}`;
-    $("host-error").textContent = current.state !== "up" && current.last_error ? current.last_error : "";
+    $("host-error").textContent = storeProblem(current.store) ||
+      (current.state !== "up" && current.last_error ? current.last_error : "");
     renderSources($("sources"), current, fetchedAt);
     if (current.progress) state.progress = current.progress;
     renderProgress($("progress"), state.progress, state.latest);
   }
+}
+
+// The database is gone (PostgreSQL): the collectors hold what they read, nothing is lost.
+function storeProblem(store) {
+  if (!store || store.state === "ok") return "";
+  const since = store.since ? ` since ${new Date(store.since * 1000).toLocaleTimeString()}` : "";
+  const held = store.held_batches ? `: ${store.held_batches} batch${store.held_batches === 1 ? "" : "es"} held, ` +
+    "stored when it is back" : "";
+  return `store unreachable${since}${held}`;
 }
 
 async function loadHost(host, { fixed = null } = {}) {

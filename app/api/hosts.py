@@ -11,31 +11,49 @@ from fastapi import APIRouter
 
 from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.api.derived import eta
+from kvwatch.app.errors import StoreUnavailable
 from kvwatch.app.pipeline.heartbeat import stored_health
+from kvwatch.app.services import Services
 
 router = APIRouter(tags=["hosts"])
 
 
 @router.get("/api/hosts")
 def list_hosts(services: ServicesDep) -> list[dict[str, Any]]:
-    """Configured hosts, their connection state, per-source health and completion progress."""
+    """Configured hosts, their connection state, per-source health and completion progress; `store`
+    says whether the database takes what they collect. While it does not (PostgreSQL gone), the
+    hosts are still listed, from what the collectors know, and what only the store knows is null."""
+    store = services.store.health()
     out = []
     for host in services.config.hosts:
         collector = services.collectors.get(host.name)
+        stored: dict[str, Any] = {"metrics": None, "progress": None}
+        if store["state"] == "ok":
+            try:
+                stored = {"metrics": services.store.metrics(host.name),
+                          "progress": eta(services.store, host.name, host.target_completions, time.time())}
+            except StoreUnavailable as exc:  # gone since the last commit: the rest of the answer still holds
+                store = {"state": "unreachable", "error": str(exc)}
         # A web-only app (scale-out) shows what the host's collector process last wrote to the store.
-        health = collector.health_dict() if collector else stored_health(services.store, host.name)
+        health = collector.health_dict() if collector else _stored_health(services, host.name, store)
         out.append(
             {
                 "name": host.name,
                 "ssh": host.ssh,
                 "target_completions": host.target_completions,
-                "metrics": services.store.metrics(host.name),
-                "progress": eta(services.store, host.name, host.target_completions, time.time()),
+                **stored,
                 **health,
                 **configured_zone(host.timezone, health),
+                "store": store,
             }
         )
     return out
+
+
+def _stored_health(services: Services, host: str, store: dict[str, Any]) -> dict[str, Any]:
+    if store["state"] != "ok":
+        return {"state": "unknown", "last_error": "the store is unreachable: this host's collector health is in it"}
+    return stored_health(services.store, host)
 
 
 def configured_zone(zone: str | None, health: dict[str, Any]) -> dict[str, Any]:

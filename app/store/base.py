@@ -56,6 +56,10 @@ class Store(Protocol):
 
     def metrics(self, host: str) -> list[str]: ...
 
+    # {"state": "ok"}, or {"state": "unreachable", "since": epoch s, "held_batches": n} while batches
+    # wait for a database that is gone (PostgreSQL); answered without asking the database.
+    def health(self) -> dict[str, Any]: ...
+
     # Rollups: every sample also lands in fixed-width buckets (ROLLUP_WIDTHS) keeping each bucket's
     # min and max with their times, so a month-wide window reads thousands of rows, not millions.
     def rollup(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -51,6 +52,7 @@ class PostgresStore(SqlStore):
             )
         self._current = threading.local()  # the connection of this thread's open transaction
         self._closed = threading.Event()
+        self._held: dict[int, float] = {}  # committing thread -> since when its batch is held
         try:
             # Migrate on one connection of its own: the advisory lock belongs to a session.
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
@@ -138,14 +140,17 @@ class PostgresStore(SqlStore):
                     if not (held and self._stored(batch)):
                         super().commit(batch)
                 if held:
+                    self._held.pop(threading.get_ident(), None)
                     log.warning("PostgreSQL is back: the held batch of %s %s is stored", batch.host, batch.path)
                 return
             except (psycopg.OperationalError, PoolTimeout) as exc:
                 if self._closed.is_set():
+                    self._held.pop(threading.get_ident(), None)
                     raise
                 if not held:
                     log.warning("PostgreSQL unreachable (%s): holding %s's batch of %s, retrying",
                                 _first_line(exc), batch.host, batch.path or batch.source)
+                    self._held[threading.get_ident()] = time.time()
                 held = True
                 self._closed.wait(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
@@ -157,6 +162,12 @@ class PostgresStore(SqlStore):
         rows = self._run("SELECT state FROM tail_state WHERE host = ? AND source = ? AND path = ?",
                          (batch.host, batch.source, batch.path))
         return bool(rows) and rows[0][0] == json.dumps(batch.state)
+
+    def health(self) -> dict[str, Any]:
+        held = list(self._held.values())
+        if not held:
+            return {"state": "ok"}
+        return {"state": "unreachable", "since": min(held), "held_batches": len(held)}
 
     def close(self) -> None:
         self._closed.set()

@@ -57,9 +57,18 @@ def test_a_postgres_restart_during_collection_stores_every_line_once(
             assert down.status_code == 503 and down.headers["retry-after"] == "5"
             assert "PostgreSQL unreachable" in down.json()["detail"] and waited < WAIT_S + 5
             assert writer.is_alive(), "the restart must happen while lines are still being written"
+            # The hosts are still listed, and say that the store holds what they collect back.
+            wait_until(lambda: client.get("/api/hosts").json()[0]["store"]["state"] == "unreachable",
+                       timeout=WAIT_S + 10)
+            hosts = client.get("/api/hosts")
+            assert hosts.status_code == 200
+            entry = hosts.json()[0]
+            assert entry["name"] == "local" and entry["store"]["held_batches"] == 1 and entry["metrics"] is None
+            assert entry["store"]["since"] <= time.time()
             pg_cluster.start()
             stopped = False
             assert client.get("/api/series", params=query).status_code == 200
+            wait_until(lambda: client.get("/api/hosts").json()[0]["store"] == {"state": "ok"}, timeout=30)
         writer.join(60)
         wait_until(lambda: len(store.series("local", "running_req")[0]) >= LINES, timeout=60)
         time.sleep(1.0)  # a duplicate would land after the count is reached
