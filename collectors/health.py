@@ -112,6 +112,11 @@ class HostHealth:
         if error is not None:
             self.last_error = error
 
+    @property
+    def catching_up(self) -> bool:
+        """Some source is reading a backlog (bytes that were there before it got to them)."""
+        return any(s.catching_up for s in self.sources.values())
+
     def source(self, kind: str, path: str) -> SourceHealth:
         item = self.sources.setdefault(source_key(kind, path), SourceHealth(path=path, kind=kind))
         item.path = path  # the newest file of the source (a restart's new log)

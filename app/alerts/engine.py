@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,9 @@ log = logging.getLogger(__name__)
 FIRST_LOOKBACK_S = 600.0
 CATCH_UP_LIMIT_S = 3600.0  # like Prometheus' for-outage-tolerance: older backlog is history, not news
 FLUSH_EVERY_S = 10.0
+# A host reading a backlog is evaluated this often, not every tick: each pass reads the rules' windows
+# again, and at 1 s it took as much CPU as the catch-up itself (bench/attach_history.py, 1M lines).
+CATCH_UP_EVERY_S = 10.0
 RESOLVED_RETENTION_S = 900.0  # resolved alerts stay listed this long (Prometheus keeps 15 m too)
 MAX_MUTE_S = 1800.0  # a mute without an end still ends: a crashed controller must not silence a host
 LATE_AFTER_S = 60.0
@@ -76,6 +80,7 @@ class AlertEngine:
         self.hosts = {h.name: h for h in hosts}
         self.rules = {name: {r.name: r for r in rules.get(name, ())} for name in self.hosts}
         self._health = health or (lambda _host: None)
+        self._evaluated_at: dict[str, float] = {}  # host -> clock of its last pass
         self._lock = threading.RLock()
         # Called with each change before its state is stored (the webhook outbox: a process killed
         # between the two writes leaves a message to send, never a state nobody was told about).
@@ -152,6 +157,11 @@ class AlertEngine:
             changes += self._rearm(host, now)
         if host in self._mutes:
             return
+        health = self._health(host)
+        backlog = health is not None and health.catching_up
+        if backlog and now - self._evaluated_at.get(host, -math.inf) < CATCH_UP_EVERY_S:
+            return  # the next pass within CATCH_UP_EVERY_S, or at the first tick after it caught up
+        self._evaluated_at[host] = now
         self._fresh[host].refresh(self.store, host, now)
         for rule in self.rules[host].values():
             changes += self._evaluate_rule(host, rule, now)
