@@ -1,14 +1,24 @@
 // Talking to the kvwatch API: plain fetch for history, one EventSource for everything live.
 
+// A browser keeps six connections to one origin, and the live stream holds one of them: requests
+// that never answer (a host's helper stuck, a server under load) would take the other five and leave
+// every later fetch of a long-open tab queued for good, while the stream kept its charts moving. No
+// request waits longer than this; the caller sees an error and asks again later.
+const REQUEST_TIMEOUT_MS = 30_000;
+
+function request(path, init = {}) {
+  return fetch(path, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+}
+
 export async function getJSON(path) {
-  const response = await fetch(path);
+  const response = await request(path);
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
   return response.json();
 }
 
 // Endpoints other features add (runs, alerts): a 404 means "not here yet", not an error.
 export async function optionalJSON(path) {
-  const response = await fetch(path);
+  const response = await request(path);
   if (response.status === 404) return null;
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
   return response.json();
@@ -110,7 +120,7 @@ export function fetchRestartStatus(host) {
 
 // A restart request; `expectedRun` is the run the tab based its diff on (409 when it is no longer current).
 export async function postRestart(host, { flags, expectedRun, token }) {
-  const response = await fetch(hostPath(host, "restart"), {
+  const response = await request(hostPath(host, "restart"), {
     method: "POST",
     headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
     body: JSON.stringify({ flags, expected_run: expectedRun ?? null }),
@@ -122,7 +132,7 @@ export async function postRestart(host, { flags, expectedRun, token }) {
 }
 
 async function postJSON(path, body, headers = {}) {
-  const response = await fetch(path, {
+  const response = await request(path, {
     method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: JSON.stringify(body),
   });
   const text = await response.text();
@@ -160,7 +170,7 @@ export function compareURL(query) {
 
 // The table as JSON, with the server's reason when it cannot answer (422: a window too short, ...).
 export async function fetchCompare(query) {
-  const response = await fetch(compareURL(query));
+  const response = await request(compareURL(query));
   const text = await response.text();
   let answer;
   try { answer = JSON.parse(text); } catch { answer = { detail: text }; }
@@ -169,7 +179,7 @@ export async function fetchCompare(query) {
 
 // The table as text (format=markdown or csv).
 export async function fetchCompareText(query) {
-  const response = await fetch(compareURL(query));
+  const response = await request(compareURL(query));
   if (!response.ok) throw new Error(`compare: HTTP ${response.status}`);
   return response.text();
 }

@@ -17,6 +17,7 @@ const state = { host: null, view: null, editor: null, preset: null, polling: nul
                 assessing: Promise.resolve(), assessDone: null, assessTimer: null, problems: [], seq: 0, idle: null };
 const ASSESS_DELAY_MS = 300;
 const IDLE_REFRESH_MS = 10_000;
+const UNREAD = "could not read the server's flags";
 
 export async function showController(root, host) {
   state.host = host;
@@ -38,8 +39,19 @@ export async function showController(root, host) {
   if (view.busy) follow(root);
   // What runs on the host can change without a run event (a server adopted, one that died): look again.
   clearInterval(state.idle);
-  state.idle = setInterval(() => {
-    if (!document.hidden && root.querySelector("#ctl-progress").dataset.done !== "false") refreshController(root, host);
+  state.idle = setInterval(async () => {
+    // one look at a time: a slow answer is not asked for again while it is still on its way
+    if (state.looking || document.hidden || root.querySelector("#ctl-progress").dataset.done === "false") return;
+    state.looking = true;
+    const error = root.querySelector("#ctl-error");
+    try {
+      await refreshController(root, host);
+      if (error.textContent.startsWith(UNREAD)) error.textContent = "";
+    } catch (failure) {
+      error.textContent = `${UNREAD}: ${failure.message}`;
+    } finally {
+      state.looking = false;
+    }
   }, IDLE_REFRESH_MS);
 }
 
@@ -229,7 +241,7 @@ async function review(root) {
     }
     askConfirm(root);
   } catch (error) {
-    root.querySelector("#ctl-error").textContent = `could not read the server's flags: ${error.message}`;
+    root.querySelector("#ctl-error").textContent = `${UNREAD}: ${error.message}`;
   } finally {
     go.disabled = false;
   }
