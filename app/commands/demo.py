@@ -43,7 +43,11 @@ def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: 
     # The demo's story is minutes long, not hours: its token-usage alert fires on the first sample at or
     # above 0.95 (`for` 0; the default for real hosts stays 2 minutes) so that it fires within the
     # first minute, when the default config has saturated (simulator/demo.py's STORY).
-    tables: dict[str, Any] = {**config_tables(), "restart": {"flags_schema": "0.5.23"},
+    # The controller's record, lease and last good flags live in the demo's workdir: under the default
+    # (~/.kvwatch/demo) every demo on the machine shared one record, so a second demo (or a test) took
+    # the first one's server, pid and port for its own.
+    restart = {"flags_schema": "0.5.23", "state_dir": str(workdir / "controller")}
+    tables: dict[str, Any] = {**config_tables(), "restart": restart,
                               "alerts": {"token_usage_high": {"for": DEMO_ALERT_FOR}},
                               # each config of the story runs 5-8 minutes: compare them on 2 minutes of
                               # steady state (of story time: the story runs `speed` times faster)
