@@ -110,6 +110,7 @@ function applyRange(range, exceptId) {
 // A rolling window moves every second, so the echo of a range we set can arrive after the next one
 // was set: every recently applied range counts as ours, not only the last.
 function noteApplied(range) {
+  if (!range) return;  // "all" before any sample: plotly picks the axis, nothing of ours to recognise
   state.applied = range;
   state.recentlyApplied = [...(state.recentlyApplied || []).slice(-31), range];
 }

@@ -25,7 +25,7 @@ from kvwatch.app.commands.demo import demo_config
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.simulator.demo import DEMO_LOAD_S, DRAIN_S, STORY, start_demo_world
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import block_outside_requests, live_wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -98,9 +98,9 @@ def test_every_chart_shows_each_restart_at_the_same_instant(demo_url: str, page:
     page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
     second_restart = (STORY[0][1] or 0) + (STORY[1][1] or 0)
     started = time.monotonic()
-    time.sleep(max(0.0, second_restart / SPEED + RESUME_S['chart-completions'] - (time.monotonic() - started)))
+    live_wait(page, second_restart / SPEED + RESUME_S['chart-completions'] - (time.monotonic() - started))
     page.wait_for_function("document.getElementById('chart-usage').markerCount >= 3", timeout=60_000)
-    time.sleep(2)  # the page draws per animation frame: let the last samples land
+    live_wait(page, 2)  # the page draws per animation frame: let the last samples land
     charts = {chart: page.evaluate(READ, chart) for chart in CHARTS}
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "demo-clock-charts.json").write_text(json.dumps(charts), encoding="utf-8")

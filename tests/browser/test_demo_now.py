@@ -17,7 +17,7 @@ from kvwatch.app.commands.demo import demo_config
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.simulator.demo import start_demo_world
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import block_outside_requests, live_wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(480)]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -53,12 +53,12 @@ def test_demo_now_row_follows_the_stream_and_a_window_moves_with_now(demo_url: s
     assert f"host={host}" in page.url and "range=15m" in page.url
     page.wait_for_function("document.querySelector('[data-testid=now-gen] .now-value').textContent !== '—'",
                            timeout=60_000)
-    time.sleep(max(0.0, 10 - (time.monotonic() - started)))
+    live_wait(page, 10 - (time.monotonic() - started))
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "demo-now-10s.png"), full_page=True)
     first_range = page.evaluate(X_RANGE, "chart-usage")
     assert first_range[1] - first_range[0] == pytest.approx(900, abs=1)
-    time.sleep(max(0.0, 120 - (time.monotonic() - started)))
+    live_wait(page, 120 - (time.monotonic() - started))
     # Two minutes on: the window moved with now, and the row shows what the server says now. The
     # running count changes with every sample; it is compared with status answers on either side of the read.
     later = page.evaluate(X_RANGE, "chart-usage")
@@ -79,7 +79,7 @@ def test_demo_now_row_follows_the_stream_and_a_window_moves_with_now(demo_url: s
     # The story's second run starts at 2 min of the demo's clock: its compare list (the runs' flag
     # lists, the widest thing here) follows the `run` event once the restart is seen in the log.
     page.wait_for_function("document.querySelectorAll('#cmp-baseline option').length >= 2", timeout=120_000)
-    time.sleep(1.5)  # the charts' responsive resize
+    live_wait(page, 1.5)  # the charts' responsive resize
     page.screenshot(path=str(ARTIFACTS / "demo-now-390.png"), full_page=True)
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, (width, page.evaluate(WIDER))

@@ -21,7 +21,7 @@ from kvwatch.app.commands.demo import demo_config
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.simulator.demo import start_demo_world
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import block_outside_requests, live_wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(1500)]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -46,9 +46,9 @@ def story(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> It
         world.stop()
 
 
-def at(started: float, story_s: float) -> None:
-    """Sleep until `story_s` seconds of the story have passed."""
-    time.sleep(max(0.0, started + story_s / SPEED - time.monotonic()))
+def at(page: Any, started: float, story_s: float) -> None:
+    """Wait, the page live, until `story_s` seconds of the story have passed."""
+    live_wait(page, started + story_s / SPEED - time.monotonic())
 
 
 def shot(page: Any, name: str) -> None:
@@ -80,7 +80,7 @@ def test_the_story_saturates_then_compares_fp8_with_088(story: tuple[str, float]
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(url)
     page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
-    at(started, 10)
+    at(page, started, 10)
     shot(page, "demo-story-10s.png")
     # DESIGN.md: within 60 s, usage above 0.95, a queue, the token-usage alert firing. The default config
     # saturates ~55 s after the start on an idle machine; this shared 2-core machine gets 90 s (as
@@ -91,9 +91,9 @@ def test_the_story_saturates_then_compares_fp8_with_088(story: tuple[str, float]
     print(f"alert banner after {time.monotonic() - started:.1f} s (speed {SPEED})")
     assert page.evaluate("Math.max(...document.getElementById('chart-usage').data[0].y) > 0.95")
     assert page.evaluate("Math.max(...document.getElementById('chart-requests').data[1].y) > 0")
-    at(started, 120)
+    at(page, started, 120)
     shot(page, "demo-story-2min.png")
-    at(started, 600)
+    at(page, started, 600)
     shot(page, "demo-story-10min.png")
     table = None
     while table is None and time.monotonic() < started + 780 / SPEED:

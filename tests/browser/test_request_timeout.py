@@ -1,7 +1,6 @@
 """A request that never answers does not hold one of the browser's six connections to the origin for
-good: api.js gives every request 30 s. Without it, five hung requests (a stuck helper, a server under
-load) left every later fetch of a long-open tab queued while the live stream kept its charts moving:
-sources, markers, compare and controller went stale (seen on the demo's 10-minute screenshot)."""
+good: api.js gives every request 30 s. Five such requests (a stuck helper, a server under load) would
+leave every later fetch of a long-open tab queued while the live stream kept its charts moving."""
 
 from __future__ import annotations
 
