@@ -55,10 +55,10 @@ export async function showController(root, host) {
   }, IDLE_REFRESH_MS);
 }
 
-// What the server runs now: the controller's record while its server runs; else, for a server it did
-// not start that the run registry sees up, that run's flags in the launch line's terms (`running_flags`).
+// What the server runs now: `running_flags` when the server answers with them (a server the
+// controller did not start, read from its log; null while the controller's own server runs), else the
+// controller's record, else the launch line.
 function currentFlags(view) {
-  if (view.current && view.current.running) return view.current.flags;
   return view.running_flags || (view.current && view.current.flags) || (view.launch && view.launch.flags) || {};
 }
 
@@ -75,7 +75,7 @@ async function currentRun(host, view) {
 function summary(view) {
   const current = currentFlags(view);
   const count = `runs now: ${Object.keys(current).length} flags`;
-  if (!(view.current && view.current.running) && view.running_flags && view.run) {
+  if (view.running_flags && view.run) {
     return `${count} · run ${view.run.id}, read from its log (not started by kvwatch)`;
   }
   return count + (view.current ? ` · ${view.current.running ? "running" : "not running"}` +

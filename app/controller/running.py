@@ -21,9 +21,7 @@ from kvwatch.app.flags.exposure import is_guarded
 def running_flags(launch: Mapping[str, Any], run: Mapping[str, Any],
                   preset_flags: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The run's values for the launch line's flags and the presets' flags, launch order first."""
-    vocabulary = list(launch)
-    for flags in preset_flags:
-        vocabulary += [name for name in flags if name not in vocabulary]
+    vocabulary = dict.fromkeys([*launch, *(name for flags in preset_flags for name in flags)])
     out: dict[str, Any] = {}
     for name in vocabulary:
         if is_guarded(name) or name not in run:

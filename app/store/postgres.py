@@ -133,6 +133,12 @@ class PostgresStore(SqlStore):
 
     def commit(self, batch: Batch) -> None:
         """Store the batch; while the server is unreachable, hold it and retry (module docstring)."""
+        try:
+            self._commit_held(batch)
+        finally:  # stored, given up at close, or any other error: this thread holds nothing any more
+            self._held.pop(threading.get_ident(), None)
+
+    def _commit_held(self, batch: Batch) -> None:
         delay, held = RETRY_FIRST_S, False
         while True:
             try:
@@ -140,12 +146,10 @@ class PostgresStore(SqlStore):
                     if not (held and self._stored(batch)):
                         super().commit(batch)
                 if held:
-                    self._held.pop(threading.get_ident(), None)
                     log.warning("PostgreSQL is back: the held batch of %s %s is stored", batch.host, batch.path)
                 return
             except (psycopg.OperationalError, PoolTimeout) as exc:
                 if self._closed.is_set():
-                    self._held.pop(threading.get_ident(), None)
                     raise
                 if not held:
                     log.warning("PostgreSQL unreachable (%s): holding %s's batch of %s, retrying",

@@ -19,7 +19,7 @@ from kvwatch.app.config import HostConfig
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from tests.browser.world import ScriptedRun
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import block_outside_requests, open_dashboard
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -47,10 +47,7 @@ def saturated(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -
 
 
 def open_page(page: Any, url: str, width: int = 1400) -> list[str]:
-    outside = block_outside_requests(page)
-    page.set_viewport_size({"width": width, "height": 1000})
-    page.goto(url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    outside = open_dashboard(page, url, width)
     page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)
     page.locator(FIRING).wait_for(timeout=30_000)
     return outside

@@ -22,7 +22,7 @@ from kvwatch.app.services import Services
 from kvwatch.app.store.base import Batch, Sample
 from tests.app.slice_helpers import wait_until
 from tests.compare.synth import server_args_text
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import open_dashboard
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -96,11 +96,7 @@ def reading(tmp_path: Path, serve_app: Any) -> str:
 
 
 def open_page(page: Any, url: str) -> list[str]:
-    outside = block_outside_requests(page)
-    page.set_viewport_size({"width": 1600, "height": 1000})
-    page.goto(url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
-    return outside
+    return open_dashboard(page, url)
 
 
 def overlap(a: dict[str, float], b: dict[str, float]) -> bool:

@@ -12,7 +12,7 @@ import pytest
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from tests.browser.world import ScriptedRun
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import open_dashboard
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -32,10 +32,7 @@ def live_run(tmp_path: Path, serve_app: Any) -> Iterator[tuple[ScriptedRun, str]
 
 
 def open_page(page: Any, url: str) -> list[str]:
-    outside = block_outside_requests(page)
-    page.set_viewport_size({"width": 1600, "height": 1000})
-    page.goto(url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    outside = open_dashboard(page, url)
     page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)
     return outside
 

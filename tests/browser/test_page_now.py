@@ -22,7 +22,7 @@ from kvwatch.app.services import Services
 from tests.app.slice_helpers import append_lines, wait_until
 from tests.browser.world import ScriptedRun
 from tests.controller.support import free_port, host_table
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import open_dashboard
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -58,11 +58,7 @@ def still(tmp_path: Path, serve_app: Any) -> tuple[Services, str]:
 
 
 def open_page(page: Any, url: str, width: int = 1400, height: int = 1000) -> list[str]:
-    outside = block_outside_requests(page)
-    page.set_viewport_size({"width": width, "height": height})
-    page.goto(url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
-    return outside
+    return open_dashboard(page, url, width, height)
 
 
 def cell(page: Any, name: str) -> str:

@@ -20,7 +20,7 @@ from kvwatch.app.services import Services
 from tests.app.slice_helpers import start_services, wait_until
 from tests.compare.synth import THREE_CONFIGS, write_log
 from tests.controller.support import free_port, host_table
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import open_dashboard
 
 pytestmark = pytest.mark.browser
 # test artifacts, not committed: the README's screenshot is made on purpose by bench/screenshot_dashboard.py
@@ -29,10 +29,7 @@ TOKEN = "panel-t0ken"
 
 
 def open_page(page: Any, url: str) -> list[str]:
-    outside = block_outside_requests(page)
-    page.set_viewport_size({"width": 1600, "height": 1000})
-    page.goto(url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    outside = open_dashboard(page, url)
     page.evaluate("window.kvwatchPanels")
     return outside
 

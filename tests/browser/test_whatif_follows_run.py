@@ -14,7 +14,7 @@ from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from tests.controller.support import free_port, host_table
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import open_dashboard
 
 pytestmark = pytest.mark.browser
 
@@ -42,10 +42,7 @@ def served(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> t
 
 def test_the_prediction_answers_once_the_run_logs_its_capacity(served: tuple[str, Path], page: Any) -> None:
     url, log = served
-    outside = block_outside_requests(page)
-    page.set_viewport_size({"width": 1600, "height": 1000})
-    page.goto(url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    outside = open_dashboard(page, url)
     page.evaluate("window.kvwatchPanels")
     unknown = page.locator("[data-testid=pred-risks] li[data-kind=unknown]")
     unknown.first.wait_for(timeout=30_000)
@@ -70,10 +67,7 @@ def test_a_server_kvwatch_did_not_start_is_the_base_of_the_diff(served: tuple[st
     """The log's server (0.85, started by hand) is what "runs now" means, not the launch line: picking
     the 0.88 preset shows 0.85 -> 0.88, and keeping the flags that run now changes nothing."""
     url, _ = served
-    block_outside_requests(page)
-    page.set_viewport_size({"width": 1600, "height": 1000})
-    page.goto(url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    open_dashboard(page, url)
     page.evaluate("window.kvwatchPanels")
     summary = page.locator("#ctl-current summary")
     summary.wait_for(timeout=30_000)
