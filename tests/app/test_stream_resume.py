@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,13 @@ import httpx
 from kvwatch.app.bus import EventBus
 from kvwatch.app.main import create_app
 from tests.app.slice_helpers import start_services, wait_until
+
+
+def run_apart(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """asyncio.run in a thread of its own: after a Playwright test in the same session the main thread
+    has Playwright's event loop running, and asyncio.run refuses to start there."""
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
 
 
 def test_ids_are_consecutive_and_a_resume_replays_exactly_the_missed_events() -> None:
@@ -29,7 +38,7 @@ def test_ids_are_consecutive_and_a_resume_replays_exactly_the_missed_events() ->
         assert bus.subscribe(bus.last_id)[1] == type(replay)([], True, bus.last_id)
         assert bus.subscribe(None)[1].position == bus.last_id
 
-    asyncio.run(scenario())
+    run_apart(scenario)
 
 
 def test_a_resume_the_log_cannot_serve_says_so() -> None:
@@ -42,7 +51,7 @@ def test_a_resume_the_log_cannot_serve_says_so() -> None:
         assert not bus.subscribe("another-server-7")[1].complete
         assert not bus.subscribe("garbage")[1].complete
 
-    asyncio.run(scenario())
+    run_apart(scenario)
 
 
 def test_a_stalled_subscriber_is_dropped_and_its_queue_stays_bounded() -> None:
@@ -61,7 +70,7 @@ def test_a_stalled_subscriber_is_dropped_and_its_queue_stays_bounded() -> None:
         assert stalled.dropped and stalled.queue.qsize() == 1 and await stalled.next() is None
         assert reading.queue.maxsize == 10 and not reading.dropped
 
-    asyncio.run(scenario())
+    run_apart(scenario)
 
 
 def read_events(url: str, headers: dict[str, str], want: int, out: list[dict[str, Any]]) -> None:
