@@ -55,6 +55,8 @@ class BatchBuilder:
             records = parser.feed(line.line_no, line.text)
             if records:
                 appeared = clock.appeared_at(line.offset, now) if clock else now
+                if clock is not None and clock.is_live(line.offset):
+                    clock.follow_live(records, now)
                 self.add_records(batch, records, now=appeared, clock=clock)
                 count += len(records)
         return batch, count, parser.health.unparsed - before

@@ -12,12 +12,14 @@ has gone back, the later reading (fold=1) is the one that keeps the series monot
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
+from kvwatch.app.pipeline.offset_steps import OffsetStep, follow_offset
 from kvwatch.collectors.clock_infer import HostClock, is_zone_name, parse_offset
 from kvwatch.parsers.timestamps import to_epoch
 
@@ -25,6 +27,7 @@ OffsetFrom = Literal["config", "detected", "explicit", "assumed"]
 # Lines of different ranks or threads may come a little out of order; a step back by more than this
 # inside an ambiguous hour is the fall-back itself.
 FOLD_BACKSTEP_S = 600.0
+MAX_STEPS_SHOWN = 10  # /api/hosts shows a source's latest offset steps
 ZONED_STAMP = re.compile(r"(.*\d:\d\d(?:[.,]\d+)?)\s?(Z|[+-]\d\d:?\d\d)")
 
 
@@ -82,10 +85,12 @@ class SourceClock:
         self._last_utc: float | None = None
         self._hour_offsets: dict[int, tuple[int, int] | None] = {}  # wall hour -> (fold 0, fold 1) offsets
         self.explicit = 0  # records whose stamp carried its own offset
+        self.steps: list[OffsetStep] = []  # DST steps of a fixed offset, seen in live lines
 
     def continue_from(self, before: SourceClock) -> None:
         """Keep the fold rule's memory and the explicit count of the same file's previous clock."""
         self._last_utc, self.explicit = before._last_utc, before.explicit
+        self.steps = before.steps
 
     def appeared_at(self, offset: int, now: float) -> float:
         """When a line without a stamp (ending at byte `offset`) appeared: read live, now; part of
@@ -95,24 +100,50 @@ class SourceClock:
             return min(now, backlog.mtime - self.skew_correction_s)
         return now
 
+    def is_live(self, offset: int) -> bool:
+        """Did the line ending at byte `offset` appear after kvwatch (re)connected?"""
+        return self.backlog is None or offset > self.backlog.size
+
+    def follow_live(self, records: list[dict[str, Any]], read_at: float) -> None:
+        """A line read live: its first naive stamp may say that a writer known only by a fixed
+        offset has stepped to another (DST, app/pipeline/offset_steps.py)."""
+        if self._zone is not None or self.choice.offset_from != "detected":
+            return
+        for record in records:
+            wall, explicit = self._wall(record, read_at)
+            if wall is None or explicit is not None:
+                continue
+            before = self.choice.utc_offset_s
+            after = follow_offset(before, wall, read_at + self.skew_correction_s)
+            if after != before:
+                self.steps.append(OffsetStep(wall - after - self.skew_correction_s, before, after))
+                self.choice = dataclasses.replace(self.choice, utc_offset_s=after)
+            return
+
     def record_time(self, record: dict[str, Any], now: float) -> float | None:
         """The record's UTC epoch; None when it has no usable stamp (the caller picks a read time)."""
+        wall, explicit = self._wall(record, now)
+        if wall is None:
+            return None
+        if explicit is not None:
+            self.explicit += 1
+            return wall - explicit - self.skew_correction_s
+        return self.utc(wall) - self.skew_correction_s
+
+    def _wall(self, record: dict[str, Any], now: float) -> tuple[float | None, int | None]:
+        """The record's stamp as a wall epoch (read as if UTC), and the offset the stamp carried."""
         ts = record.get("ts")
         if not isinstance(ts, str):
-            return None
+            return None, None
         explicit = record.get("utc_offset_s")
         if explicit is None and isinstance(record.get("tz"), str):  # the parsers' `tz`: `+08:00` for `Z`/offsets
             explicit = parse_offset(record["tz"])
         zoned = ZONED_STAMP.fullmatch(ts)
         if zoned is not None and explicit is None:  # `...Z` / `...+08:00` left on the stamp itself
             ts, explicit = zoned.group(1), parse_offset(zoned.group(2))
-        wall = to_epoch(ts, self._local_day(now))
-        if wall is None:
-            return None
-        if isinstance(explicit, int) and not isinstance(explicit, bool):
-            self.explicit += 1
-            return wall - explicit - self.skew_correction_s
-        return self.utc(wall) - self.skew_correction_s
+        if not isinstance(explicit, int) or isinstance(explicit, bool):
+            explicit = None
+        return to_epoch(ts, self._local_day(now)), explicit
 
     def utc(self, wall: float) -> float:
         """A naive stamp's wall epoch (read as if UTC) -> the UTC epoch in this source's zone."""
@@ -164,6 +195,8 @@ class SourceClock:
             "detected_by": self.choice.basis,
             "explicit_stamps": self.explicit,
             "skew_corrected_s": self.skew_correction_s,
+            "offset_steps": [{"at": step.at, "from_utc_offset_s": step.before, "to_utc_offset_s": step.after}
+                             for step in self.steps[-MAX_STEPS_SHOWN:]],
         }
 
 

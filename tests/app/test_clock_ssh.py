@@ -206,6 +206,40 @@ def test_a_named_zone_follows_a_dst_change_inside_the_log(tmp_path: Path, shangh
     assert host["sources"]["server_log"]["clock"]["offset_from"] == "config"
 
 
+def test_a_container_known_only_by_its_offset_follows_a_dst_step_in_its_live_lines(
+    tmp_path: Path, shanghai: Sshd, serve_app: Any
+) -> None:
+    """A container on the UTC+8 host logs in New York time, and nothing names its zone: the catch-up
+    finds UTC-5 from the file (newest stamp against mtime). Its clock then springs forward: the live
+    lines, stamped an hour later on the wall, still sit at the instants they were written."""
+    set_skew(shanghai, 0)
+    est, edt = dt.timezone(dt.timedelta(hours=-5)), dt.timezone(dt.timedelta(hours=-4))
+    now = float(int(time.time()))
+    history = [now - 60 + 10 * i for i in range(6)]
+    log = tmp_path / "server.log"
+    write_decodes(log, history, 1, est)
+    os.utime(log, (history[-1] + 1, history[-1] + 1))
+    services = build_services(host_config(tmp_path, shanghai))
+    url = served(services, serve_app)
+    wait_until(lambda: len(stored(services, "running_req")) == 6, timeout=30)
+    clock = httpx.get(f"{url}/api/hosts").json()[0]["sources"]["server_log"]["clock"]
+    assert (clock["utc_offset_s"], clock["timezone"], clock["detected_by"]) == (-18000, None, "file mtime")
+
+    before = [float(int(time.time()))]
+    write_decodes(log, before, 7, est)
+    wait_until(lambda: len(stored(services, "running_req")) == 7, timeout=30)
+    after = [float(int(time.time())) + 1 + i for i in range(3)]
+    while time.time() < after[-1]:
+        time.sleep(0.05)
+    write_decodes(log, after, 8, edt)  # the writer's wall clock jumped an hour ahead
+    wait_until(lambda: len(stored(services, "running_req")) == 10, timeout=30)
+    assert [t for t, _ in stored(services, "running_req")] == history + before + after
+    clock = httpx.get(f"{url}/api/hosts").json()[0]["sources"]["server_log"]["clock"]
+    assert clock["utc_offset_s"] == -14400
+    assert [(s["from_utc_offset_s"], s["to_utc_offset_s"], s["at"]) for s in clock["offset_steps"]] == [
+        (-18000, -14400, after[0])]
+
+
 def _zone(name: str) -> dt.tzinfo:
     from zoneinfo import ZoneInfo
 
