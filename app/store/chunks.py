@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from kvwatch.app.store.rollup import ROLLUP_WIDTHS, BucketRow
+from kvwatch.app.store import rollup_chunks
 
 F64 = npt.NDArray[np.float64]
 Run = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
@@ -106,33 +106,7 @@ def prune_chunks(run: Run, key: tuple[str, str, str], before: float) -> int:
     return dropped
 
 
-def column_buckets(host: str, col: SeriesColumns) -> list[BucketRow]:
-    """One series' arrays folded into rollup rows of every width at once (UPSERT_ROLLUP merges them)."""
-    finite = np.isfinite(col.v)
-    t, v = col.t[finite], col.v[finite]
-    if not len(t):
-        return []
-    out: list[BucketRow] = []
-    for width in ROLLUP_WIDTHS:
-        bucket = np.floor(t / width) * width
-        order = np.lexsort((t, bucket))  # by bucket, then time: a bucket's last is its newest
-        b, tt, vv = bucket[order], t[order], v[order]
-        starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
-        ends = np.r_[starts[1:], len(b)] - 1
-        n = np.diff(np.r_[starts, len(b)])
-        imin = _arg_extreme(vv, starts, n, np.minimum)
-        imax = _arg_extreme(vv, starts, n, np.maximum)
-        vsum = np.add.reduceat(vv, starts)
-        rows = zip(b[starts].tolist(), n.tolist(), vsum.tolist(), tt[imin].tolist(), vv[imin].tolist(),
-                   tt[imax].tolist(), vv[imax].tolist(), tt[ends].tolist(), vv[ends].tolist(), strict=True)
-        out.extend((host, col.metric, col.rank, width, *row) for row in rows)
-    return out
-
-
-def _arg_extreme(v: F64, starts: npt.NDArray[np.intp], n: npt.NDArray[np.intp], op: np.ufunc) -> npt.NDArray[np.intp]:
-    """Per bucket, the index of its first sample holding the bucket's min (or max) value."""
-    extreme = op.reduceat(v, starts)
-    group = np.repeat(np.arange(len(starts)), n)
-    hit = np.flatnonzero(v == extreme[group])
-    first = np.r_[True, group[hit][1:] != group[hit][:-1]]
-    return hit[first]
+def column_buckets(host: str, col: SeriesColumns) -> list[tuple[Any, ...]]:
+    """One series' arrays folded into its rollup buckets of every width at once: a rollup_chunks
+    row per width (app/store/rollup_chunks.py)."""
+    return rollup_chunks.chunk_rows(host, col.metric, col.rank, col.t, col.v)

@@ -62,10 +62,10 @@ def bucket_rows(host: str, samples: Iterable[Sample]) -> list[BucketRow]:
 
 
 def rollup_points(
-    rows: list[tuple[float, float, float, float]],
+    rows: npt.NDArray[np.float64] | list[tuple[float, float, float, float]],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Rows (tmin, vmin, tmax, vmax) in bucket order -> the min and max samples in time order."""
-    if not rows:
+    if len(rows) == 0:
         return np.empty(0), np.empty(0)
     table = np.asarray(rows, dtype=np.float64)
     tmin, vmin, tmax, vmax = table.T

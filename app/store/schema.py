@@ -6,7 +6,8 @@ walking skeleton's schema (its `IF NOT EXISTS` statements adopt databases create
 migrations existed); version 2 adds the rollup table and backfills it from the raw samples;
 version 3 adds the series catalog (what `metrics`/`ranks` list) and, in SQLite, clusters the
 rollup table by its key; version 4 adds `sample_chunks`, a bulk batch's series as one row of arrays
-(app/store/chunks.py).
+(app/store/chunks.py); version 5 adds `rollup_chunks`, a bulk batch's rollup buckets the same way
+(app/store/rollup_chunks.py).
 """
 
 from __future__ import annotations
@@ -71,7 +72,13 @@ def migrations(dialect: Dialect) -> tuple[Migration, ...]:
             vs {ty["blob"]} NOT NULL)""",
         "CREATE INDEX sample_chunks_series ON sample_chunks (host, metric, rank, t1)",
     )
-    return (Migration(1, v1), Migration(2, v2, backfill_rollup=True), Migration(3, v3), Migration(4, v4))
+    v5 = (
+        f"""CREATE TABLE rollup_chunks (host TEXT NOT NULL, metric TEXT NOT NULL, rank TEXT NOT NULL,
+            width {int_} NOT NULL, b0 {real} NOT NULL, b1 {real} NOT NULL, buckets {ty["blob"]} NOT NULL)""",
+        "CREATE INDEX rollup_chunks_series ON rollup_chunks (host, metric, rank, width, b1)",
+    )
+    return (Migration(1, v1), Migration(2, v2, backfill_rollup=True), Migration(3, v3), Migration(4, v4),
+            Migration(5, v5))
 
 
 def _rollup_table(name: str, real: str, int_: str, suffix: str) -> str:
@@ -84,4 +91,4 @@ def _rollup_table(name: str, real: str, int_: str, suffix: str) -> str:
 
 
 CREATE_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
-LATEST_VERSION = 4
+LATEST_VERSION = 5

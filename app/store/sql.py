@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kvwatch.app.store import chunks
+from kvwatch.app.store import chunks, rollup_chunks
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.app.store.rollup import ROLLUP_WIDTHS, UPSERT_ROLLUP, bucket_rows, rollup_points
 from kvwatch.app.store.schema import CREATE_VERSION_TABLE, Dialect, Migration, migrations
@@ -126,8 +126,7 @@ class SqlStore:
     def _commit_columns(self, host: str, columns: list[chunks.SeriesColumns]) -> None:
         filled = [col for col in columns if len(col.t)]
         self._run_many(chunks.INSERT_CHUNK, [chunks.chunk_row(host, col) for col in filled])
-        for col in filled:  # one series' buckets at a time: a backlog's rows are never all in memory
-            self._run_many(UPSERT_ROLLUP, chunks.column_buckets(host, col))
+        self._run_many(rollup_chunks.INSERT, [row for col in filled for row in chunks.column_buckets(host, col)])
         self._run_many(
             "INSERT INTO series_catalog (host, metric, rank) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             sorted({(host, col.metric, col.rank) for col in filled}),
@@ -223,14 +222,11 @@ class SqlStore:
         since: float | None = None, until: float | None = None,
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         # A bucket straddling `since` is kept whole: the edge is at most one bucket wide.
-        lower = None if since is None else since - width
-        where, params = _window("bucket", [host, metric, rank, width], lower, until)
-        rows = self._read(
-            "SELECT tmin, vmin, tmax, vmax FROM samples_rollup"
-            f" WHERE host = ? AND metric = ? AND rank = ? AND width = ?{where} ORDER BY bucket",
-            params,
-        )
-        t, v = rollup_points(rows)
+        table = rollup_chunks.read_buckets(self._read, (host, metric, rank), width,
+                                           None if since is None else since - width, until)
+        if since is not None:
+            table = table[table[:, rollup_chunks.BUCKET] > since - width]
+        t, v = rollup_points(table[:, [rollup_chunks.TMIN, rollup_chunks.VMIN, rollup_chunks.TMAX, rollup_chunks.VMAX]])
         keep = np.ones(len(t), dtype=bool)
         if since is not None:
             keep &= t > since
@@ -243,20 +239,11 @@ class SqlStore:
         since: float | None = None, until: float | None = None,
     ) -> npt.NDArray[np.float64]:
         """Rows (bucket start, n, sum, min, max) of the buckets that START in [since, until), in order."""
-        params: list[Any] = [host, metric, rank, width]
-        where = ""
-        if since is not None:
-            where += " AND bucket >= ?"
-            params.append(since)
+        table = rollup_chunks.read_buckets(self._read, (host, metric, rank), width, since, until)
         if until is not None:
-            where += " AND bucket < ?"
-            params.append(until)
-        rows = self._read(
-            "SELECT bucket, n, vsum, vmin, vmax FROM samples_rollup"
-            f" WHERE host = ? AND metric = ? AND rank = ? AND width = ?{where} ORDER BY bucket",
-            params,
-        )
-        return np.asarray(rows, dtype=np.float64).reshape(-1, 5)
+            table = table[table[:, rollup_chunks.BUCKET] < until]
+        return np.ascontiguousarray(table[:, [rollup_chunks.BUCKET, rollup_chunks.N, rollup_chunks.VSUM,
+                                              rollup_chunks.VMIN, rollup_chunks.VMAX]])
 
     def raw_start(self, host: str, metric: str, rank: str = "") -> float | None:
         rows = self._read(
@@ -275,11 +262,9 @@ class SqlStore:
             return None
         # Raw samples may have been pruned: the finest rollup remembers further back. A bucket keeps
         # the times of its min and max, not of its first sample: the start is exact to within 10 s.
-        older = self._read(
-            "SELECT tmin, tmax FROM samples_rollup WHERE host = ? AND metric = ? AND rank = ?"
-            " AND width = ? ORDER BY bucket LIMIT 1", (*key, FINEST))
-        if older:
-            first = min(first, float(older[0][0]), float(older[0][1]))
+        older = rollup_chunks.first_bucket(self._read, key, FINEST)
+        if older is not None:
+            first = min(first, *older)
         return first, last[0]
 
     def latest(self, host: str, metric: str, rank: str = "") -> tuple[float, float] | None:

@@ -112,6 +112,20 @@ def test_rollups_agree_at_every_width(both: Store) -> None:
             np.testing.assert_allclose(bulk_points, live_points)
 
 
+def test_rollup_windows_cut_across_chunks_agree(both: Store) -> None:
+    """Windows whose edges fall inside a chunk's buckets and on the backlog's last bucket, which its
+    chunk and the first live rows share."""
+    t, _ = both.series("live", "gen_throughput")
+    for since, until in ((None, float(t[len(t) // 2])), (float(t[len(t) // 3]), None),
+                         (float(t[100]) + 3.5, float(t[-200]) - 7.25), (float(t[0]) - 1000, float(t[0]) - 10)):
+        for width in ROLLUP_WIDTHS:
+            live = both.buckets("live", "gen_throughput", width, "", since, until)
+            np.testing.assert_allclose(both.buckets("bulk", "gen_throughput", width, "", since, until), live)
+            points = [both.rollup(h, "gen_throughput", width, "DP0", since, until) for h in ("bulk", "live")]
+            np.testing.assert_allclose(points[0], points[1], err_msg=f"{since} {until} {width}")
+    assert both.extent("bulk", "gen_throughput", "DP0") == both.extent("live", "gen_throughput", "DP0")
+
+
 def test_events_and_the_silent_rank_agree(both: Store) -> None:
     strip = [{k: v for k, v in e.items() if k != "host"} for e in both.events("live")]
     assert [e["kind"] for e in strip].count("event") == 1
