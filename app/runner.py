@@ -16,7 +16,6 @@ from kvwatch.app.alerts import validate_alert_config
 from kvwatch.app.config import Config, ServerConfig
 from kvwatch.app.config_files import check_host_files
 from kvwatch.app.errors import ConfigError
-from kvwatch.app.lean_pyarrow import pyarrow_without_pandas
 from kvwatch.app.main import answered_hosts, api_token, create_app
 from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
@@ -74,9 +73,6 @@ def build_services(config: Config, collect: bool = True) -> Services:
     except ConfigError:
         services.store.close()
         raise
-    # The catch-up's columnar path hands pyarrow plain lists: its first array would import pandas
-    # (~85 MB resident) only to ask whether it was given a pandas object.
-    pyarrow_without_pandas()
     for host in config.hosts:
         services.collectors[host.name] = HostCollector(host, services.store, services.bus, open_transport)
     # Health (and the hosts' leases) in the store, for a web app in another process.

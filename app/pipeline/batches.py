@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable
 
 from kvwatch.app.pipeline.bounds import HostBounds
-from kvwatch.app.pipeline.columns import BULK_LINES, bulk_batch
+from kvwatch.app.pipeline.catchup import BULK_LINES
 from kvwatch.app.pipeline.rows import RankAggregator, record_rows
 from kvwatch.app.pipeline.stamps import SourceClock
 from kvwatch.app.pipeline.watermark import StampGuard
@@ -48,6 +48,8 @@ class BatchBuilder:
             return batch, len(lines), 0
         before = parser.health.unparsed
         if len(lines) >= BULK_LINES:  # a backlog: columns, combined over the batch at once
+            from kvwatch.app.pipeline.columns import bulk_batch  # pyarrow: imported for a first backlog
+
             count = bulk_batch(batch, parser, lines, self.bounds, self.aggregator, clock, now)
             return batch, count, parser.health.unparsed - before
         count = 0

@@ -12,6 +12,9 @@ from kvwatch.app.store.base import Batch, EventRow
 from kvwatch.collectors.base import Line
 
 CATCHUP_EVENT = "catchup"
+# A delivery this long is a backlog read in large pieces, not lines as they come: the columnar path
+# (app/pipeline/columns.py) takes it.
+BULK_LINES = 4096
 
 
 def mark_catch_up(batch: Batch, clock: SourceClock, lines: list[Line]) -> None:

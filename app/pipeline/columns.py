@@ -16,7 +16,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kvwatch.app.lean_pyarrow import pyarrow_without_pandas
 from kvwatch.app.pipeline.bounds import HostBounds
+from kvwatch.app.pipeline.catchup import BULK_LINES
 from kvwatch.app.pipeline.combine_bulk import PartSeries, combine_batch
 from kvwatch.app.pipeline.rows import (
     NOT_SERIES,
@@ -37,7 +39,10 @@ from kvwatch.parsers.auto import AutoParser
 from kvwatch.parsers.columnar import ColumnarSglang
 from kvwatch.parsers.sglang import SglangParser
 
-BULK_LINES = 4096  # a delivery this long is a backlog read in large pieces, not lines as they come
+__all__ = ["BULK_LINES", "PARSE_SLICE", "bulk_batch"]
+# This module is imported for a process's first backlog. The columnar path hands pyarrow plain lists:
+# its first array would import pandas (~85 MB resident) only to ask whether it was given a pandas object.
+pyarrow_without_pandas()
 PARSE_SLICE = 16_384  # lines parsed together (Arrow arrays of a slice, not of a whole 8 MiB read)
 FIELDS_MAX = 1024  # positions: a record's fields are numbered below this (bounds keep 64 + 4)
 F64 = npt.NDArray[np.float64]
