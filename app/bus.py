@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from fastapi.encoders import jsonable_encoder
-
 SUBSCRIBER_QUEUE = 1000
 REPLAY_EVENTS = 20_000
 
@@ -142,6 +140,9 @@ def _json(data: Any) -> str:
     try:
         return json.dumps(data, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
+        # FastAPI (tens of MB resident) is for this rare case only: a collecting process goes without it.
+        from fastapi.encoders import jsonable_encoder
+
         return json.dumps(_finite(jsonable_encoder(data)), separators=(",", ":"))
 
 
