@@ -14,10 +14,9 @@ import { liveFetch, liveWindow, readLocation, renderRangeButtons, writeLocation 
 const $ = (id) => document.getElementById(id);
 const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
                 banner: null, extent: [Infinity, -Infinity], loading: null, filling: 0,
-                refillWhenShown: false, range: "all", nowRow: null, runsKey: null };
+                refillWhenShown: false, range: "all", nowRow: null, runsKey: null, starting: true, stream: "offline" };
 // The most points a trace keeps in the browser; history beyond it is downsampled by the server.
 const CHART_POINTS = 5000;
-window.kvwatchZoomFetches = 0;
 
 function throttle(fn, ms) {
   let timer = null;
@@ -86,15 +85,22 @@ function fillLive() {
 // answer that lands later is dropped, never drawn over the newer history.
 let fillGeneration = 0;
 
+// The charts are aria-busy while history is loading into them (the page's start, a host's load, a
+// refill, a backfill): assistive technology reads them once they settled, and the cursor says so.
+function setFilling(delta) {
+  state.filling += delta;
+  $("charts").setAttribute("aria-busy", String(state.starting || state.filling > 0));
+}
+
 async function refill(load) {
   const generation = ++fillGeneration;
-  state.filling += 1;
+  setFilling(1);
   try {
     const series = await load();
     if (generation !== fillGeneration) return;
     for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
   } finally {
-    state.filling -= 1;
+    setFilling(-1);
     scheduleDraw();
   }
 }
@@ -194,7 +200,7 @@ async function loadHost(host, { fixed = null } = {}) {
   refreshNow();
   refreshDiagnosis();
   // Live points of this host wait for its charts (drawn after their history, as after a refill).
-  state.filling += 1;
+  setFilling(1);
   try {
     // The history is fetched while plotly.js may still be compiling; drawing waits for both. The catalog
     // says first how many GPUs the host has: the GPU charts get a line for each.
@@ -212,7 +218,7 @@ async function loadHost(host, { fixed = null } = {}) {
       $(panel.id).on("plotly_doubleclick", () => (state.zoom ? backToLive() : alignLive()));
     });
   } finally {
-    state.filling -= 1;
+    setFilling(-1);
     scheduleDraw();
   }
   performance.mark("kvwatch-charts-drawn");
@@ -267,9 +273,7 @@ async function onRelayout(sourceId, event) {
   updateLiveBadge();
   writeLocation({ host: state.host, range: state.range, fixed: range });
   applyRange(range, sourceId);
-  window.kvwatchZoomFetches += 1;
   await fillCharts({ since: range[0], until: range[1] });
-  window.kvwatchZoomDone = window.kvwatchZoomFetches;
 }
 
 async function backToLive() {
@@ -328,12 +332,10 @@ const throttledMarkers = throttle(refreshMarkers, 1000);
 // the first chart's pixels, and every stream event behind it, waiting for the last chart; one chart a
 // frame puts each on screen as soon as it is drawn. Points that arrive for a chart still queued join
 // its next redraw. A hidden tab gets no frames and draws nothing; when it is shown again one pass
-// over the charts draws everything it buffered (`kvwatchDraws` counts passes).
+// over the charts draws everything it buffered.
 const pending = new Map();  // panel id -> {since: ms queued, byIndex: Map(trace index -> [[t, v], ...])}
 let frameRequested = false;
 let pendingCount = 0;
-let passOpen = false;
-window.kvwatchDraws = 0;
 
 function scheduleDraw() {
   if (frameRequested || document.visibilityState === "hidden") return;
@@ -357,17 +359,11 @@ function drawPending() {
     pending.clear();
     following.clear();
     pendingCount = 0;
-    passOpen = false;
     return;
   }
   if (!pending.size) {
-    passOpen = false;
     followOne();
     return;
-  }
-  if (!passOpen) {
-    passOpen = true;
-    window.kvwatchDraws += 1;
   }
   const { panel, entry } = oldestPending();
   pending.delete(panel.id);
@@ -381,10 +377,7 @@ function drawPending() {
     compactHistory();
     return;
   }
-  if (!pending.size) {
-    passOpen = false;
-    if (range) followAxis();
-  }
+  if (!pending.size && range) followAxis();
   if (pending.size || following.size) scheduleDraw();
 }
 
@@ -434,7 +427,6 @@ function traceLength(element) {
 // A chart that reached its bound gets its whole history again, downsampled by the server: the
 // browser keeps at most CHART_POINTS a trace, and a zoom fetches a window at full detail.
 function compactHistory() {
-  passOpen = false;
   fillLive();
 }
 
@@ -482,7 +474,7 @@ function onSample({ host, points }) {
 async function backfill() {
   if (state.zoom || !state.host) return;
   const generation = fillGeneration;
-  state.filling += 1;
+  setFilling(1);
   try {
     const jobs = [];
     for (const panel of PANELS) {
@@ -505,14 +497,30 @@ async function backfill() {
       alignLive();
     }
   } finally {
-    state.filling -= 1;
+    setFilling(-1);
     scheduleDraw();
-    window.kvwatchBackfills = (window.kvwatchBackfills || 0) + 1;
   }
 }
 
-function onHello({ resumed_from: resumedFrom, replayed }) {
-  if (!resumedFrom || !replayed) backfill();
+// The stream badge says "live" once a connection's hello was heard and the page holds everything up to
+// now: "catching up" while the points the server could not replay are fetched (the first open too).
+async function onHello({ resumed_from: resumedFrom, replayed }) {
+  if (resumedFrom && replayed) {
+    showStream("live");
+    return;
+  }
+  showStream("catching up");
+  try {
+    await backfill();
+  } finally {
+    if (state.stream === "catching up") showStream("live");  // not when the stream dropped meanwhile
+  }
+}
+
+function showStream(text) {
+  state.stream = text;
+  $("stream-state").textContent = text;
+  $("stream-state").className = `badge stream-${text.replace(/ /g, "-")}`;
 }
 
 document.addEventListener("visibilitychange", () => {
@@ -584,22 +592,26 @@ async function main() {
   if (first) {
     writeLocation({ host: first.name, range: state.range, fixed: wanted.fixed });
     await loadHost(first.name, { fixed: wanted.fixed });
+  } else {
+    $("host-panels").setAttribute("aria-busy", "false");  // no host: no panels to draw
   }
   await alerts;
   openStream({
     hello: onHello, sample: onSample, host: onHostEvent, event: onServerEvent, run: onRun, alert: onAlert,
   }, (streamState) => {
-    $("stream-state").textContent = streamState;
-    $("stream-state").className = `badge stream-${streamState}`;
+    if (streamState !== "live") showStream(streamState);  // an open stream is live once its hello is heard
   });
   refreshAlerts();  // once more now the stream is open: an alert may have changed while the page loaded
   setInterval(() => tickFreshness($("sources")), 1000);
   setInterval(() => { followAxis(); throttledDiagnosis(); }, 5000);  // a rolling window moves with now even when the host is quiet
-  window.kvwatchReady = true;
 }
 
-// A page that cannot draw says why (plotly.js missing, API down) instead of staying blank.
+// A page that cannot draw says why (plotly.js missing, API down) instead of staying blank. Either way
+// the start is over: the charts are no longer busy.
 main().catch((error) => {
   $("host-error").textContent = `kvwatch: ${error.message}`;
   throw error;
+}).finally(() => {
+  state.starting = false;
+  setFilling(0);
 });

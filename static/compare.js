@@ -208,7 +208,6 @@ async function copyMarkdown(root) {
     document.execCommand("copy");
     area.remove();
   }
-  window.kvwatchCopiedMarkdown = text;
   note.textContent = "Markdown copied";
 }
 

@@ -4,13 +4,22 @@ import { refreshController, showController } from "./controller.js";
 
 const report = (where) => (error) => console.error(`kvwatch ${where}:`, error);
 
-export function showHostPanels(host) {
-  const done = [
-    showController(document.getElementById("controller-panel"), host).catch(report("controller")),
-    showCompare(document.getElementById("compare-view"), host).catch(report("compare")),
-  ];
-  window.kvwatchPanels = Promise.all(done);
-  return window.kvwatchPanels;
+// The panels' box is aria-busy until the newest host's panels are drawn (a host picked while the
+// previous one's were loading waits for its own).
+const loads = { newest: 0 };
+
+export async function showHostPanels(host) {
+  const box = document.getElementById("host-panels");
+  const load = ++loads.newest;
+  box.setAttribute("aria-busy", "true");
+  try {
+    await Promise.all([
+      showController(document.getElementById("controller-panel"), host).catch(report("controller")),
+      showCompare(document.getElementById("compare-view"), host).catch(report("compare")),
+    ]);
+  } finally {
+    if (load === loads.newest) box.setAttribute("aria-busy", "false");
+  }
 }
 
 // A run started or ended: the controller's "runs now" flags and the compare view's run list follow.

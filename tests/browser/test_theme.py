@@ -12,7 +12,7 @@ import pytest
 from kvwatch.app.main import create_app
 from tests.app.slice_helpers import start_services, wait_until
 from tests.compare.synth import THREE_CONFIGS, write_log
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import block_outside_requests, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -51,7 +51,7 @@ def test_the_theme_button_recolours_every_chart_and_the_overlay(compared: str, p
     page.emulate_media(color_scheme="light")
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(compared)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 1", timeout=30_000)
     page.wait_for_function("document.getElementById('cmp-overlay').classList.contains('js-plotly-plot')")
     light = figures_follow(page)
