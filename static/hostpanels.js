@@ -1,8 +1,7 @@
 // The per-host panels below the charts: the controller (hosts with a `launch`) and the compare view.
 import { refreshRuns, showCompare } from "./compare.js";
 import { refreshController, showController } from "./controller.js";
-
-const report = (where) => (error) => console.error(`kvwatch ${where}:`, error);
+import { reported as report } from "./problems.js";
 
 // The panels' box is aria-busy until the newest host's panels are drawn (a host picked while the
 // previous one's were loading waits for its own).
