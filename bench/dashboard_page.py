@@ -2,8 +2,8 @@
 
 A store holds `--days` of 1 Hz history for every charted metric; the page is opened in a fresh
 browser context each time (cold cache, plotly.js included) and timed from navigation start to
-`window.kvwatchReady` (every chart drawn from its history, stream open). Then one zoom: the time
-from the relayout to every chart redrawn with the window fetched from the server.
+the charts' `aria-busy` going false (every chart drawn from its history, stream open). Then one zoom:
+the time from the relayout to every chart redrawn with the window fetched from the server.
 `--warm` reopens the page in one browser profile instead (HTTP cache and V8 code cache warm: reopening the
 tab); it is a profile on disk, as a person's browser has: Chromium keeps no code cache for incognito contexts.
 `--plotly-bundle FILE` answers /vendor/plotly.min.js with another build (e.g. npm's plotly-basic) to
@@ -27,7 +27,7 @@ from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.main import create_app
 from kvwatch.app.services import Services
 from kvwatch.app.store import Batch, Sample, Store, open_store
-from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, start_uvicorn
+from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, start_uvicorn, wait_settled
 
 HOST, DAY = "gpu1", 86_400
 VIEWPORT: ViewportSize = {"width": 1600, "height": 1000}
@@ -36,14 +36,15 @@ METRICS = {
     "running_req": (120, 30), "queue_req": (40, 30), "gpu_util_pct": (90, 8), "gpu_mem_used_mib": (70000, 500),
 }
 
-# One zoom on the usage chart; resolves once every chart is refetched and redrawn.
+# One zoom on the usage chart; resolves once every chart is refetched and redrawn (the relayout's handler
+# marks the charts aria-busy before the relayout returns; they are not busy once the window is drawn).
 ZOOM = """async () => {
     const el = document.getElementById('chart-usage');
     const [a, b] = el.layout.xaxis.range.map((x) => new Date(x).getTime());
     const t0 = performance.now();
     const range = [new Date(a + (b - a) * 0.4), new Date(a + (b - a) * 0.5)];
     await Plotly.relayout(el, {'xaxis.range': range});
-    while (window.kvwatchZoomDone !== 1) {
+    while (document.getElementById('charts').getAttribute('aria-busy') !== 'false') {
         if (performance.now() - t0 > 30000) throw new Error("zoom did not complete in 30 s");
         await new Promise((r) => setTimeout(r, 5));
     }
@@ -100,7 +101,7 @@ def main() -> None:
                 for _ in range(2):  # the first load fills the HTTP cache, the second writes plotly's code cache
                     warm_up = context.new_page()
                     warm_up.goto(server.url)
-                    warm_up.wait_for_function("window.kvwatchReady === true", timeout=60_000)
+                    wait_settled(warm_up, timeout=60_000)
                     warm_up.close()
             else:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -108,7 +109,7 @@ def main() -> None:
             for _ in range(args.repeat):
                 page = context.new_page()
                 page.goto(server.url)
-                page.wait_for_function("window.kvwatchReady === true", timeout=60_000)
+                wait_settled(page, timeout=60_000)
                 ready.append(page.evaluate("performance.now()"))
                 marks.append(page.evaluate(
                     "['kvwatch-start', 'kvwatch-charts-drawn'].map(n => performance.getEntriesByName(n)[0].startTime)"))

@@ -35,6 +35,13 @@ from kvwatch.app.vendor import PLOTLY_JS
 from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, RunningServer, start_uvicorn
 
 MARKS = "['kvwatch-start', 'kvwatch-charts-drawn'].map(n => performance.getEntriesByName(n)[0].startTime)"
+# Started: the charts' aria-busy went false; a `--before-static` page older than that set a window flag.
+STARTED = ("document.getElementById('charts')?.getAttribute('aria-busy') === 'false'"
+           " || window['kvwatch' + 'Ready'] === true")
+
+
+def wait_started(page: Any, timeout: float) -> None:
+    page.wait_for_function(STARTED, timeout=timeout)
 
 
 def swapped(inner: ASGIApp, static_dir: Path | None, plain_plotly: bool) -> ASGIApp:
@@ -73,7 +80,7 @@ class Variant:
 def load(context: Any, variant: Variant) -> None:
     page = context.new_page()
     page.goto(variant.server.url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=60_000)
+    wait_started(page, timeout=60_000)
     variant.ready.append(page.evaluate("performance.now()"))
     plotly, drawn = page.evaluate(MARKS)
     variant.plotly.append(plotly)

@@ -32,7 +32,7 @@ from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.main import create_app
 from kvwatch.app.services import Services
 from kvwatch.app.store import Batch, Sample, Store, open_store
-from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, start_uvicorn
+from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, start_uvicorn, wait_settled
 
 HOST, DAY, RANKS, GPUS = "gpu1", 86_400, 4, 4
 
@@ -96,7 +96,7 @@ def measure(page: Any, url: str, stream: Stream) -> dict[str, Any]:
     cdp = page.context.new_cdp_session(page)
     cdp.send("Performance.enable")
     page.goto(url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=120_000)
+    wait_settled(page, timeout=120_000)
     page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=30_000)
     out: dict[str, Any] = {"heap_mb_load": heap_mb(cdp)}
     for phase, steps, rate in (("steady_1hz", 60, 1.0), ("fast_30x", 1800, 30.0)):

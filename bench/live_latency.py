@@ -35,7 +35,7 @@ import httpx
 from playwright.sync_api import sync_playwright
 
 from bench._sshd import pct, throwaway_sshd
-from bench.dashboard_page_ab import swapped
+from bench.dashboard_page_ab import swapped, wait_started
 from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
@@ -115,7 +115,7 @@ def run(n: int, server: Sshd, tmp: Path, page: Any, static: Path | None = None) 
             if wait_stored(client, 900 + HISTORY, timeout=20) is None:
                 raise RuntimeError("history never stored")
             page.goto(app.url)
-            page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+            wait_started(page, timeout=30_000)
             page.wait_for_function("document.getElementById('stream-state').textContent === 'live'")
             page.evaluate(WATCH)
             appended, stored = {}, {}

@@ -19,7 +19,7 @@ from kvwatch.app.commands.demo import adopt_when_settled, demo_config, use_simul
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.simulator.demo import start_demo_world
-from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, block_outside_requests, start_uvicorn
+from tests.fixtures.web import CHROMIUM, CHROMIUM_ARGS, block_outside_requests, start_uvicorn, wait_panels, wait_settled
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "tests" / "browser" / "screenshots" / "dashboard.png"
 
@@ -37,12 +37,12 @@ def shoot(out: Path, settle_s: float) -> int:
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             outside = block_outside_requests(page)
             page.goto(server.url)
-            page.wait_for_function("window.kvwatchReady === true", timeout=60_000)
+            wait_settled(page, timeout=60_000)
             page.wait_for_selector("#alert-banner:not([hidden])", timeout=180_000)
             time.sleep(settle_s)  # let the live charts run on past the alert
             page.reload()  # the panels read the runs and the controller once per load
-            page.wait_for_function("window.kvwatchReady === true", timeout=60_000)
-            page.evaluate("window.kvwatchPanels")
+            wait_settled(page, timeout=60_000)
+            wait_panels(page)
             page.wait_for_timeout(2000)  # the overlay chart draws after the compare table
             out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(out), full_page=True)

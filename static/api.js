@@ -6,21 +6,40 @@
 // request waits longer than this; the caller sees an error and asks again later.
 const REQUEST_TIMEOUT_MS = 30_000;
 
-function request(path, init = {}) {
-  return fetch(path, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+async function request(path, init = {}) {
+  try {
+    return await fetch(path, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  } catch (error) {
+    if (error.name === "TimeoutError") throw new Error(`${path}: no answer in ${REQUEST_TIMEOUT_MS / 1000} s`);
+    throw error;
+  }
 }
 
+// An answer that is not 2xx, with the server's `detail` (a 404's "unknown host 'gpu9'").
+export class HttpError extends Error {
+  constructor(path, status, detail) {
+    super(`${path}: HTTP ${status}${detail ? ` ${detail}` : ""}`);
+    this.path = path;
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+async function httpError(path, response) {
+  let detail = "";
+  try {
+    const body = await response.json();
+    detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail ?? "");
+  } catch {
+    detail = response.statusText;
+  }
+  return new HttpError(path, response.status, detail);
+}
+
+// Every GET of the page: a 404 or any other failure throws; the caller shows it (problems.js).
 export async function getJSON(path) {
   const response = await request(path);
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
-  return response.json();
-}
-
-// Endpoints other features add (runs, alerts): a 404 means "not here yet", not an error.
-export async function optionalJSON(path) {
-  const response = await request(path);
-  if (response.status === 404) return null;
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  if (!response.ok) throw await httpError(path, response);
   return response.json();
 }
 
@@ -42,15 +61,15 @@ export function fetchCatalog(host) {
 }
 
 export function fetchRuns(host) {
-  return optionalJSON(`/api/runs?${new URLSearchParams({ host })}`);
+  return getJSON(`/api/runs?${new URLSearchParams({ host })}`);
 }
 
 export function fetchEvents(host) {
-  return optionalJSON(`/api/events?${new URLSearchParams({ host, kind: "event" })}`);
+  return getJSON(`/api/events?${new URLSearchParams({ host, kind: "event" })}`);
 }
 
 export function fetchAlerts() {
-  return optionalJSON("/api/alerts");
+  return getJSON("/api/alerts");
 }
 
 function isNewer(id, last) {
@@ -96,21 +115,28 @@ const hostPath = (host, what) => `/api/hosts/${encodeURIComponent(host)}/${what}
 
 // The host now in one answer: newest values, 5-min mean, completions, ETA, run and its defining flags, alerts.
 export function fetchStatus(host) {
-  return optionalJSON(hostPath(host, "status"));
+  return getJSON(hostPath(host, "status"));
 }
 
 export function fetchDiagnosis(host) {
-  return optionalJSON(hostPath(host, "diagnosis"));
+  return getJSON(hostPath(host, "diagnosis"));
 }
 
-// The controller's view: launch flags, presets, vetoes and `current` (what the server runs now).
-export function fetchController(host) {
-  return optionalJSON(hostPath(host, "controller"));
+// The controller's view: launch flags, presets, vetoes and `current` (what the server runs now); null
+// for a host without `launch`, which has no controller. The API answers that state with a 404 (as it
+// answers an unknown host, which the page does not ask about: its hosts are /api/hosts's), so this one
+// 404 is the declared "no controller"; any other failure throws.
+export async function fetchController(host) {
+  const path = hostPath(host, "controller");
+  const response = await request(path);
+  if (response.status === 404) return null;
+  if (!response.ok) throw await httpError(path, response);
+  return response.json();
 }
 
-// Every flag of the host's sglang (names, defaults, choices); none when the schema cannot be read.
-export async function fetchFlagOptions(host) {
-  return getJSON(hostPath(host, "flags")).catch(() => ({ options: [] }));
+// Every flag of the host's sglang (names, defaults, choices).
+export function fetchFlagOptions(host) {
+  return getJSON(hostPath(host, "flags"));
 }
 
 // The current or last restart's progress (the panel polls it while a restart runs).
@@ -154,7 +180,7 @@ export function postRestartCheck(host, flags) {
 
 // Predictions kept with restarts, next to what each new run measured, and the relative errors.
 export function fetchPredictions(host) {
-  return optionalJSON(hostPath(host, "predictions"));
+  return getJSON(hostPath(host, "predictions"));
 }
 
 // Acknowledge, mute (for `forS` seconds) or unmute one alert; the token is the restart panel's.
@@ -180,6 +206,6 @@ export async function fetchCompare(query) {
 // The table as text (format=markdown or csv).
 export async function fetchCompareText(query) {
   const response = await request(compareURL(query));
-  if (!response.ok) throw new Error(`compare: HTTP ${response.status}`);
+  if (!response.ok) throw await httpError(compareURL(query), response);
   return response.text();
 }

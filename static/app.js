@@ -4,20 +4,41 @@ import { appendPoints, createChart, extendTraces, lastTime, setMarkers, setTrace
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
 import { createNowRow } from "./nowrow.js";
-import { PANELS, labelTrace, setGpuParts, tracesFor } from "./panels.js";
+import { PANELS, labelTrace, renderChartSlots, setGpuParts, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
+import { clearProblem, reportProblem, reported, watched } from "./problems.js";
 import { createAlertBanner, setupNotifyButton } from "./alertbanner.js";
 import { renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 import { setupTheme } from "./theme.js";
 import { liveFetch, liveWindow, readLocation, renderRangeButtons, writeLocation } from "./timerange.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { host: null, hosts: [], zoom: null, applied: null, latest: {}, progress: null,
-                banner: null, extent: [Infinity, -Infinity], loading: null, filling: 0,
-                refillWhenShown: false, range: "all", nowRow: null, runsKey: null };
+// Everything the page keeps while it runs, in this one object (the functions below say how each part moves).
+const state = {
+  host: null,                     // the host shown
+  hosts: [],                      // /api/hosts's answer, kept current by the stream's `host` events
+  range: "all",                   // the range button pressed (timerange.js's RANGES)
+  zoom: null,                     // [since, until] while a zoom holds the charts; null: following live
+  recentlyApplied: [],            // x ranges the page set itself: their relayout echo is not a zoom
+  extent: [Infinity, -Infinity],  // first and last sample time the charts hold
+  latest: {},                     // newest value per metric (the progress line)
+  progress: null,                 // completions and ETA (/api/series's `eta`, /api/hosts's `progress`)
+  runsKey: null,                  // the run list the markers last saw (a change reaches the panels)
+  loading: null,                  // the host load in flight
+  starting: true,                 // main() has not finished: the charts are busy
+  filling: 0,                     // loads, refills and backfills in flight: live drawing waits
+  fillGeneration: 0,              // the newest refill: an older one's answer is dropped
+  pending: new Map(),             // panel id -> {since: ms queued, byIndex: Map(trace index -> [[t, v], ...])}
+  pendingCount: 0,                // points in `pending`
+  frameRequested: false,          // an animation frame is asked for
+  following: new Set(),           // panel ids whose x range is behind the shared window
+  refillWhenShown: false,         // a hidden tab dropped its buffered points: refetch when shown
+  stream: "offline",              // what the stream badge says
+  banner: null,                   // alertbanner.js's banner
+  nowRow: null,                   // nowrow.js's row
+};
 // The most points a trace keeps in the browser; history beyond it is downsampled by the server.
 const CHART_POINTS = 5000;
-window.kvwatchZoomFetches = 0;
 
 function throttle(fn, ms) {
   let timer = null;
@@ -84,17 +105,26 @@ function fillLive() {
 // points wait in `pending` and are drawn after its last point once it landed. Refills may overlap (a
 // zoom while the previous window is still loading): only the newest one's answer is drawn; an older
 // answer that lands later is dropped, never drawn over the newer history.
-let fillGeneration = 0;
+
+// The charts are aria-busy while history is loading into them (the page's start, a host's load, a
+// refill, a backfill): assistive technology reads them once they settled, and the cursor says so.
+function setFilling(delta) {
+  state.filling += delta;
+  $("charts").setAttribute("aria-busy", String(state.starting || state.filling > 0));
+}
 
 async function refill(load) {
-  const generation = ++fillGeneration;
-  state.filling += 1;
+  const generation = ++state.fillGeneration;
+  setFilling(1);
   try {
     const series = await load();
-    if (generation !== fillGeneration) return;
+    clearProblem("history");
+    if (generation !== state.fillGeneration) return;
     for (const panel of PANELS) setTraces($(panel.id), series[panel.id], panel.traces.map((_, i) => i));
+  } catch (error) {
+    reportProblem("history", error);
   } finally {
-    state.filling -= 1;
+    setFilling(-1);
     scheduleDraw();
   }
 }
@@ -111,13 +141,12 @@ function applyRange(range, exceptId) {
 // was set: every recently applied range counts as ours, not only the last.
 function noteApplied(range) {
   if (!range) return;  // "all" before any sample: plotly picks the axis, nothing of ours to recognise
-  state.applied = range;
-  state.recentlyApplied = [...(state.recentlyApplied || []).slice(-31), range];
+  state.recentlyApplied = [...state.recentlyApplied.slice(-31), range];
 }
 
 function isApplied(range) {
   const same = (r) => Math.abs(range[0] - r[0]) < 0.01 && Math.abs(range[1] - r[1]) < 0.01;
-  return (state.recentlyApplied || []).some(same);
+  return state.recentlyApplied.some(same);
 }
 
 function alignLive() {
@@ -128,8 +157,8 @@ function alignLive() {
 
 async function fetchMarkers() {
   const host = state.host;
-  const [runs, events] = await Promise.all([fetchRuns(host), fetchEvents(host)]);
-  noteRuns(host, runs);
+  const [runs, events] = await Promise.all([watched("runs", fetchRuns(host)), watched("events", fetchEvents(host))]);
+  if (runs) noteRuns(host, runs);
   const markers = [...runMarkers(runs), ...eventMarkers(events, runs)];
   $("marker-count").textContent = markers.length ? `${markers.length} markers` : "";
   return markers;
@@ -153,7 +182,9 @@ async function refreshMarkers() {
 }
 
 async function refreshHosts() {
-  state.hosts = await fetchHosts();
+  const hosts = await watched("hosts", fetchHosts());
+  if (!hosts) return;
+  state.hosts = hosts;
   const fetchedAt = Date.now() / 1000;
   renderHostStrip($("host-strip"), state.hosts, state.host, pickHost);
   const current = state.hosts.find((h) => h.name === state.host);
@@ -184,9 +215,9 @@ async function loadHost(host, { fixed = null } = {}) {
   state.latest = {};
   state.runsKey = null;
   state.progress = null;
-  pending.clear();  // live points of the host shown before must not land on this one's charts
-  pendingCount = 0;
-  fillGeneration += 1;  // nor a refill or backfill of it that is still in flight
+  state.pending.clear();  // live points of the host shown before must not land on this one's charts
+  state.pendingCount = 0;
+  state.fillGeneration += 1;  // nor a refill or backfill of it that is still in flight
   $("host-picker").value = host;
   updateLiveBadge();
   showHostPanels(host);
@@ -194,11 +225,11 @@ async function loadHost(host, { fixed = null } = {}) {
   refreshNow();
   refreshDiagnosis();
   // Live points of this host wait for its charts (drawn after their history, as after a refill).
-  state.filling += 1;
+  setFilling(1);
   try {
     // The history is fetched while plotly.js may still be compiling; drawing waits for both. The catalog
     // says first how many GPUs the host has: the GPU charts get a line for each.
-    setGpuParts(await fetchCatalog(host).catch(() => null));
+    setGpuParts(await watched("catalog", fetchCatalog(host)));
     const past = fixed ? fetchCharts({ since: fixed[0], until: fixed[1] }) : fetchLive();
     const [series, markers] = await Promise.all([past, fetchMarkers(), refreshHosts()]);
     await plotlyReady;
@@ -212,7 +243,7 @@ async function loadHost(host, { fixed = null } = {}) {
       $(panel.id).on("plotly_doubleclick", () => (state.zoom ? backToLive() : alignLive()));
     });
   } finally {
-    state.filling -= 1;
+    setFilling(-1);
     scheduleDraw();
   }
   performance.mark("kvwatch-charts-drawn");
@@ -221,7 +252,7 @@ async function loadHost(host, { fixed = null } = {}) {
 function pickHost(host) {
   if (host === state.host) return;
   writeLocation({ host, range: state.range, fixed: null });
-  state.loading = loadHost(host);
+  state.loading = loadHost(host).catch(reported("history"));
 }
 
 // A range button: back to following live, with a window of that length (or everything).
@@ -237,13 +268,13 @@ function pickRange(range) {
 // The row of current values: the status answer on load and host change, then the stream's samples.
 async function refreshNow() {
   const host = state.host;
-  const status = await fetchStatus(host).catch(() => null);
+  const status = await watched("status", fetchStatus(host));
   if (host === state.host) state.nowRow.status(status);
 }
 
 async function refreshDiagnosis() {
   const host = state.host;
-  const answer = await fetchDiagnosis(host).catch(() => null);
+  const answer = await watched("diagnosis", fetchDiagnosis(host));
   if (host === state.host) state.nowRow.diagnosis(answer);
 }
 
@@ -267,9 +298,7 @@ async function onRelayout(sourceId, event) {
   updateLiveBadge();
   writeLocation({ host: state.host, range: state.range, fixed: range });
   applyRange(range, sourceId);
-  window.kvwatchZoomFetches += 1;
   await fillCharts({ since: range[0], until: range[1] });
-  window.kvwatchZoomDone = window.kvwatchZoomFetches;
 }
 
 async function backToLive() {
@@ -288,7 +317,8 @@ function updateLiveBadge() {
 const fetchRate = throttle(async () => {
   const element = $("chart-completions");
   const since = lastTime(element, 1);
-  const series = await fetchSeries(state.host, "completion_rate", { since, maxPoints: 500 });
+  const series = await watched("completion rate", fetchSeries(state.host, "completion_rate", { since, maxPoints: 500 }));
+  if (!series) return;
   if (!state.zoom && series.points.length) {  // drawn like the stream's points, never over a refill
     queuePoints("chart-completions", 1, series.points);
     scheduleDraw();
@@ -303,10 +333,10 @@ const throttledHosts = throttle(refreshHosts, 5000);
 // changed (sampling started after the page loaded) is loaded again with a line per GPU.
 const fetchGpuParts = throttle(async () => {
   const host = state.host;
-  const catalog = await fetchCatalog(host).catch(() => null);
+  const catalog = await watched("catalog", fetchCatalog(host));
   if (host !== state.host || state.zoom) return;
   if (catalog && setGpuParts(catalog)) {
-    state.loading = loadHost(host);
+    state.loading = loadHost(host).catch(reported("history"));
     return;
   }
   for (const panel of PANELS.filter((p) => p.perGpu)) {
@@ -314,8 +344,9 @@ const fetchGpuParts = throttle(async () => {
     await Promise.all(panel.traces.map(async (trace, index) => {
       if (!trace.rank) return;
       const since = lastTime(element, index);
-      const series = await fetchSeries(host, trace.metric, { since, maxPoints: 500, rank: trace.rank });
-      if (host === state.host && !state.zoom && series.points.length) queuePoints(panel.id, index, series.points);
+      const series = await watched(`${trace.name} history`,
+                                   fetchSeries(host, trace.metric, { since, maxPoints: 500, rank: trace.rank }));
+      if (series && host === state.host && !state.zoom && series.points.length) queuePoints(panel.id, index, series.points);
     }));
   }
   scheduleDraw();
@@ -328,51 +359,40 @@ const throttledMarkers = throttle(refreshMarkers, 1000);
 // the first chart's pixels, and every stream event behind it, waiting for the last chart; one chart a
 // frame puts each on screen as soon as it is drawn. Points that arrive for a chart still queued join
 // its next redraw. A hidden tab gets no frames and draws nothing; when it is shown again one pass
-// over the charts draws everything it buffered (`kvwatchDraws` counts passes).
-const pending = new Map();  // panel id -> {since: ms queued, byIndex: Map(trace index -> [[t, v], ...])}
-let frameRequested = false;
-let pendingCount = 0;
-let passOpen = false;
-window.kvwatchDraws = 0;
+// over the charts draws everything it buffered.
 
 function scheduleDraw() {
-  if (frameRequested || document.visibilityState === "hidden") return;
-  frameRequested = true;
+  if (state.frameRequested || document.visibilityState === "hidden") return;
+  state.frameRequested = true;
   requestAnimationFrame(drawPending);
 }
 
 function oldestPending() {
   let oldest = null;
   for (const panel of PANELS) {  // panel order: the oldest wins, the upper chart on a tie
-    const entry = pending.get(panel.id);
+    const entry = state.pending.get(panel.id);
     if (entry && (!oldest || entry.since < oldest.entry.since)) oldest = { panel, entry };
   }
   return oldest;
 }
 
 function drawPending() {
-  frameRequested = false;
+  state.frameRequested = false;
   if (state.filling) return;  // resumed when the refill landed, after its last point
   if (state.zoom) {
-    pending.clear();
-    following.clear();
-    pendingCount = 0;
-    passOpen = false;
+    state.pending.clear();
+    state.following.clear();
+    state.pendingCount = 0;
     return;
   }
-  if (!pending.size) {
-    passOpen = false;
+  if (!state.pending.size) {
     followOne();
     return;
   }
-  if (!passOpen) {
-    passOpen = true;
-    window.kvwatchDraws += 1;
-  }
   const { panel, entry } = oldestPending();
-  pending.delete(panel.id);
-  following.delete(panel.id);  // its redraw moves it onto the shared window
-  for (const points of entry.byIndex.values()) pendingCount -= points.length;
+  state.pending.delete(panel.id);
+  state.following.delete(panel.id);  // its redraw moves it onto the shared window
+  for (const points of entry.byIndex.values()) state.pendingCount -= points.length;
   const element = $(panel.id);
   const range = currentWindow();
   appendPoints(element, inOrder(element, entry.byIndex), range, CHART_POINTS);
@@ -381,18 +401,14 @@ function drawPending() {
     compactHistory();
     return;
   }
-  if (!pending.size) {
-    passOpen = false;
-    if (range) followAxis();
-  }
-  if (pending.size || following.size) scheduleDraw();
+  if (!state.pending.size && range) followAxis();
+  if (state.pending.size || state.following.size) scheduleDraw();
 }
 
 // Charts without new points follow the shared time axis too, at most once a second, and one chart
 // a frame after the charts with news: their range is cosmetic, and a relayout costs about what a
 // redraw does. An empty chart follows too: it keeps a date axis on the shared window, never
 // plotly's linear -1..6.
-const following = new Set();  // panel ids whose x range is behind the shared window
 
 const followAxis = throttle(() => {
   const range = currentWindow();
@@ -400,20 +416,20 @@ const followAxis = throttle(() => {
   for (const panel of PANELS) {
     const axis = $(panel.id).layout?.xaxis;
     const shown = axis?.range?.map((x) => new Date(x).getTime() / 1000);
-    if (!shown || Math.abs(shown[1] - range[1]) > 0.5 || Math.abs(shown[0] - range[0]) > 0.5) following.add(panel.id);
+    if (!shown || Math.abs(shown[1] - range[1]) > 0.5 || Math.abs(shown[0] - range[0]) > 0.5) state.following.add(panel.id);
   }
   scheduleDraw();
 }, 1000);
 
 function followOne() {
-  const panel = PANELS.find((p) => following.has(p.id));
+  const panel = PANELS.find((p) => state.following.has(p.id));
   if (!panel) return;
-  following.delete(panel.id);
+  state.following.delete(panel.id);
   const range = currentWindow();
   if (!range || !$(panel.id).data) return;
   noteApplied(range);
   setXRange($(panel.id), range);
-  if (following.size) scheduleDraw();
+  if (state.following.size) scheduleDraw();
 }
 
 // A point not newer than what a trace already ends with came twice (replay, backfill or a refill's
@@ -434,25 +450,24 @@ function traceLength(element) {
 // A chart that reached its bound gets its whole history again, downsampled by the server: the
 // browser keeps at most CHART_POINTS a trace, and a zoom fetches a window at full detail.
 function compactHistory() {
-  passOpen = false;
   fillLive();
 }
 
 function queuePoints(panelId, index, values) {
-  const entry = pending.get(panelId) || { since: performance.now(), byIndex: new Map() };
+  const entry = state.pending.get(panelId) || { since: performance.now(), byIndex: new Map() };
   const queued = entry.byIndex.get(index) || [];
   queued.push(...values);
   entry.byIndex.set(index, queued);
-  pending.set(panelId, entry);
-  pendingCount += values.length;
+  state.pending.set(panelId, entry);
+  state.pendingCount += values.length;
 }
 
 function queueLive(metric, values) {
   for (const { panel, index } of tracesFor(metric)) queuePoints(panel.id, index, values);
   // Hidden for long: rather than buffer without end, forget the points and refetch once shown.
-  if (pendingCount > CHART_POINTS * PANELS.length) {
-    pending.clear();
-    pendingCount = 0;
+  if (state.pendingCount > CHART_POINTS * PANELS.length) {
+    state.pending.clear();
+    state.pendingCount = 0;
     state.refillWhenShown = true;
   }
 }
@@ -481,8 +496,8 @@ function onSample({ host, points }) {
 // refill; a refill that started meanwhile fetched all of it, so then its answer is dropped.
 async function backfill() {
   if (state.zoom || !state.host) return;
-  const generation = fillGeneration;
-  state.filling += 1;
+  const generation = state.fillGeneration;
+  setFilling(1);
   try {
     const jobs = [];
     for (const panel of PANELS) {
@@ -497,7 +512,7 @@ async function backfill() {
       });
     }
     const answers = await Promise.all(jobs);
-    if (generation === fillGeneration && !state.zoom) {
+    if (generation === state.fillGeneration && !state.zoom) {
       for (const [element, index, points] of answers) {
         noteExtent(points);
         if (points.length) extendTraces(element, new Map([[index, points]]), CHART_POINTS);
@@ -505,14 +520,33 @@ async function backfill() {
       alignLive();
     }
   } finally {
-    state.filling -= 1;
+    setFilling(-1);
     scheduleDraw();
-    window.kvwatchBackfills = (window.kvwatchBackfills || 0) + 1;
   }
 }
 
-function onHello({ resumed_from: resumedFrom, replayed }) {
-  if (!resumedFrom || !replayed) backfill();
+// The stream badge says "live" once a connection's hello was heard and the page holds everything up to
+// now: "catching up" while the points the server could not replay are fetched (the first open too).
+async function onHello({ resumed_from: resumedFrom, replayed }) {
+  if (resumedFrom && replayed) {
+    showStream("live");
+    return;
+  }
+  showStream("catching up");
+  try {
+    await backfill();
+    clearProblem("backfill");
+  } catch (error) {
+    reportProblem("backfill", error);
+  } finally {
+    if (state.stream === "catching up") showStream("live");  // not when the stream dropped meanwhile
+  }
+}
+
+function showStream(text) {
+  state.stream = text;
+  $("stream-state").textContent = text;
+  $("stream-state").className = `badge stream-${text.replace(/ /g, "-")}`;
 }
 
 document.addEventListener("visibilitychange", () => {
@@ -536,7 +570,8 @@ function onHostEvent(data) {
 }
 
 async function refreshAlerts() {
-  state.banner.render(await fetchAlerts());
+  const alerts = await watched("alerts", fetchAlerts());
+  if (alerts) state.banner.render(alerts);
 }
 
 const throttledNow = throttle(refreshNow, 5000);
@@ -565,6 +600,7 @@ const onRun = throttle(() => {
 }, 1000);
 
 async function main() {
+  renderChartSlots($("charts"));
   setupTheme($("theme"));
   setupNotifyButton($("notify"));
   state.banner = createAlertBanner($("alert-banner"), { onChanged: refreshAlerts });
@@ -584,22 +620,26 @@ async function main() {
   if (first) {
     writeLocation({ host: first.name, range: state.range, fixed: wanted.fixed });
     await loadHost(first.name, { fixed: wanted.fixed });
+  } else {
+    $("host-panels").setAttribute("aria-busy", "false");  // no host: no panels to draw
   }
   await alerts;
   openStream({
     hello: onHello, sample: onSample, host: onHostEvent, event: onServerEvent, run: onRun, alert: onAlert,
   }, (streamState) => {
-    $("stream-state").textContent = streamState;
-    $("stream-state").className = `badge stream-${streamState}`;
+    if (streamState !== "live") showStream(streamState);  // an open stream is live once its hello is heard
   });
   refreshAlerts();  // once more now the stream is open: an alert may have changed while the page loaded
   setInterval(() => tickFreshness($("sources")), 1000);
   setInterval(() => { followAxis(); throttledDiagnosis(); }, 5000);  // a rolling window moves with now even when the host is quiet
-  window.kvwatchReady = true;
 }
 
-// A page that cannot draw says why (plotly.js missing, API down) instead of staying blank.
+// A page that cannot draw says why (plotly.js missing, API down) instead of staying blank. Either way
+// the start is over: the charts are no longer busy.
 main().catch((error) => {
   $("host-error").textContent = `kvwatch: ${error.message}`;
   throw error;
+}).finally(() => {
+  state.starting = false;
+  setFilling(0);
 });

@@ -1,9 +1,11 @@
 // Plotly only: one chart per panel, fed with [t, v] points (t in epoch seconds, plotted as dates).
-import { cssColor as cssVar, plotlyTheme } from "./theme.js";
+import { cssColor as cssVar, onThemeChange, plotlyTheme } from "./theme.js";
 
 const WINDOW_POINTS = 10000;
-// One colour per GPU line (eight apart, then again), none of them the host lines' two accents.
-const PART_COLORS = ["#7c3aed", "#0891b2", "#65a30d", "#db2777", "#ca8a04", "#475569", "#ea580c", "#0d9488"];
+// Every colour of a chart is a custom property of style.css, read through theme.js: the host lines'
+// two accents, and one colour per GPU line (eight apart, then again), none of them an accent.
+const HOST_COLORS = ["--accent", "--accent2"];
+const PART_COLORS = ["--part1", "--part2", "--part3", "--part4", "--part5", "--part6", "--part7", "--part8"];
 
 
 function toX(points) {
@@ -74,7 +76,7 @@ export function createChart(element, panel, { series = [], range = null, markers
     margin: { l: 56, r: many ? 200 : rightAxisShown ? 56 : 16, t: 32, b: 32 },
     yaxis: { ...theme.yaxis, ...(panel.yrange ? { range: panel.yrange, autorange: false } : {}) },
     // The right axis shows while a trace on it does (input tok/s starts hidden: no ticks of nothing).
-    yaxis2: { overlaying: "y", side: "right", showgrid: false, rangemode: "tozero", color: cssVar("--accent2"),
+    yaxis2: { overlaying: "y", side: "right", showgrid: false, rangemode: "tozero", color: cssVar(HOST_COLORS[1]),
               visible: rightAxisShown },
     showlegend: panel.traces.length > 1,
     legend: many ? { orientation: "v", x: 1.01, xanchor: "left", y: 1, yanchor: "top", font: { size: 11 } }
@@ -82,24 +84,21 @@ export function createChart(element, panel, { series = [], range = null, markers
     hovermode: "x unified",
     uirevision: "keep",
   };
-  element.thresholdShapes = panel.threshold === undefined ? [] : [{
-    type: "line", xref: "paper", x0: 0, x1: 1, y0: panel.threshold, y1: panel.threshold,
-    line: { dash: "dot", color: cssVar("--bad"), width: 2 }, name: "threshold",
-  }];
+  element.threshold = panel.threshold;
   if (range) Object.assign(layout.xaxis, { range: range.map((t) => new Date(t * 1000)), autorange: false });
   Object.assign(layout, markerLayout(element, markers, labels, range || shownRange(element, markers)));
   element.markerCount = markers.length;
-  const colors = [cssVar("--accent"), cssVar("--accent2")];
   const shown = panel.traces.map((_, i) => gapped(element, i, series[i] || []));
   let part = 0;
-  const data = panel.traces.map((trace, i) => ({
-    x: toX(shown[i]), y: shown[i].map(([, v]) => v), name: plainText(trace.name), type: "scatter",
-    connectgaps: false, mode: "lines", yaxis: trace.axis || "y", visible: trace.hidden ? "legendonly" : true,
-    // one GPU's line: thin, in a colour of its own, under the host's lines
-    line: trace.rank ? { width: 1, color: PART_COLORS[part++ % PART_COLORS.length] }
-                     : { width: 2, color: colors[i % colors.length] },
-    opacity: trace.rank ? 0.75 : 1,
-  }));
+  const data = panel.traces.map((trace, i) => {
+    // one GPU's line: thin, in a colour of its own, under the host's lines (`meta`: its colour's property)
+    const color = trace.rank ? PART_COLORS[part++ % PART_COLORS.length] : HOST_COLORS[i % HOST_COLORS.length];
+    return {
+      x: toX(shown[i]), y: shown[i].map(([, v]) => v), name: plainText(trace.name), type: "scatter",
+      connectgaps: false, mode: "lines", yaxis: trace.axis || "y", visible: trace.hidden ? "legendonly" : true,
+      line: { width: trace.rank ? 1 : 2, color: cssVar(color) }, opacity: trace.rank ? 0.75 : 1, meta: { color },
+    };
+  });
   element.received = data.reduce((sum, trace) => sum + trace.x.length, 0);
   Plotly.newPlot(element, data, layout,
                  // A double-click is the page's (back to the live window), not plotly's reset to the first range.
@@ -193,7 +192,10 @@ const CHAR_PX = 6.2;  // 10 px labels: a generous width per character, so estima
 function markerLayout(element, markers, labels, range = shownRange(element, markers)) {
   element.markers = markers;
   element.markerLabels = labels;
-  const shapes = [...element.thresholdShapes];
+  const shapes = element.threshold === undefined ? [] : [{
+    type: "line", xref: "paper", x0: 0, x1: 1, y0: element.threshold, y1: element.threshold,
+    line: { dash: "dot", color: cssVar("--bad"), width: 2 }, name: "threshold",
+  }];
   for (const marker of markers) {
     const x = new Date(marker.t * 1000);
     shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, name: `marker-${marker.kind}`,
@@ -254,3 +256,19 @@ export function setXRange(element, range) {
                        : { "xaxis.type": "date", "xaxis.autorange": true };
   Plotly.relayout(element, update);
 }
+
+// A theme change (theme.js re-coloured backgrounds, text and axes): the lines, the right axis, the
+// threshold and the markers take the new theme's colours too.
+function recolor(element) {
+  if (!element.data) return;
+  const colored = element.data.map((trace, i) => [i, trace.meta?.color]).filter(([, color]) => color);
+  if (colored.length) {
+    Plotly.restyle(element, { "line.color": colored.map(([, color]) => cssVar(color)) }, colored.map(([i]) => i));
+  }
+  Plotly.relayout(element, { "yaxis2.color": cssVar(HOST_COLORS[1]),
+                             ...markerLayout(element, element.markers || [], element.markerLabels) });
+}
+
+onThemeChange(() => {
+  for (const element of document.querySelectorAll(".chart.js-plotly-plot")) recolor(element);
+});

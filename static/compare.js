@@ -4,6 +4,7 @@ import { compareURL, fetchCompare, fetchCompareText, fetchRuns } from "./api.js"
 import { el } from "./dom.js";
 import { fmt } from "./flageditor.js";
 import { drawOverlay } from "./overlay.js";
+import { watched } from "./problems.js";
 
 const state = { host: null, runs: [], chosen: [], baseline: null, windows: {}, align: "start", result: null,
                 minSteady: null };  // minSteady: seconds set on the page; null = the host's configured minimum
@@ -11,7 +12,7 @@ const OVERLAY = ["gen_throughput", "token_usage"];
 
 export async function showCompare(root, host) {
   state.host = host;
-  const runs = (await fetchRuns(host).catch(() => null)) || [];
+  const runs = (await watched("runs", fetchRuns(host))) || [];
   if (host !== state.host) return;
   Object.assign(state, { runs, chosen: runs.slice(-2).map((r) => r.id), baseline: null, windows: {}, result: null });
   root.hidden = runs.length === 0;
@@ -23,7 +24,8 @@ export async function showCompare(root, host) {
 // A run started or ended: the run list is fetched again; the view is redrawn only when it changed.
 export async function refreshRuns(root, host) {
   if (host !== state.host) return;
-  const runs = (await fetchRuns(host).catch(() => null)) || [];
+  const runs = await watched("runs", fetchRuns(host));
+  if (!runs) return;
   const ids = (list) => list.map((r) => `${r.id}/${r.ended_at ?? ""}`).join(",");
   if (host === state.host && ids(runs) !== ids(state.runs)) await showCompare(root, host);
 }
@@ -195,8 +197,12 @@ function renderWindows(root, body) {
 }
 
 async function copyMarkdown(root) {
-  const text = await fetchCompareText(query("markdown"));
   const note = root.querySelector("#cmp-note");
+  const text = await fetchCompareText(query("markdown")).catch((error) => {
+    note.textContent = `not copied: ${error.message}`;
+    return null;
+  });
+  if (text === null) return;
   try {
     await navigator.clipboard.writeText(text);
   } catch {
@@ -208,7 +214,6 @@ async function copyMarkdown(root) {
     document.execCommand("copy");
     area.remove();
   }
-  window.kvwatchCopiedMarkdown = text;
   note.textContent = "Markdown copied";
 }
 

@@ -7,6 +7,7 @@ import {
 import { el } from "./dom.js";
 import { diffFlags, FlagEditor, fmt, renderDiff } from "./flageditor.js";
 import { renderPresets } from "./presets.js";
+import { reported, watched } from "./problems.js";
 import { changesOf, renderAccuracy, renderPrediction } from "./whatif.js";
 
 const TOKEN_KEY = "kvwatch-token";  // sessionStorage only: never the URL, never localStorage
@@ -29,7 +30,8 @@ export async function showController(root, host) {
     return;
   }
   root.hidden = false;
-  const flags = await fetchFlagOptions(host);
+  // Without the schema the editor still edits the flags, as text.
+  const flags = (await watched("flag schema", fetchFlagOptions(host))) || { options: [] };
   if (host !== state.host) return;
   state.view = view;
   state.current = currentFlags(view);
@@ -68,7 +70,7 @@ function currentFlags(view) {
 async function currentRun(host, view) {
   if (view.run && view.run.id) return view.run.id;
   if (view.current && view.current.run_id) return view.current.run_id;
-  const status = await fetchStatus(host).catch(() => null);
+  const status = await watched("status", fetchStatus(host));
   return status && status.run ? status.run.id : null;
 }
 
@@ -138,13 +140,13 @@ async function assess(root) {
 
 async function showAccuracy(root) {
   const host = state.host;
-  const answer = await fetchPredictions(host).catch(() => null);
+  const answer = await watched("predictions", fetchPredictions(host));
   if (host === state.host && answer) renderAccuracy(root.querySelector("#ctl-accuracy"), answer);
 }
 
 export async function refreshController(root, host) {
   if (host !== state.host || root.hidden || !state.editor) return;
-  const view = await fetchController(host).catch(() => null);
+  const view = await fetchController(host);  // a failure is the caller's to show
   if (!view || host !== state.host) return;
   await takeCurrent(root, view);
   if (view.busy && root.querySelector("#ctl-progress").hidden) follow(root);
@@ -270,7 +272,7 @@ async function restart(root) {
   if (detail && typeof detail === "object") state.editor.showErrors(detail.errors || []);
   // 409: another restart is under way, or the server's run is no longer the one this diff was made against.
   error.textContent = status === 409 ? `409: not restarted: ${reason}` : `${status}: ${reason}`;
-  if (status === 409) refreshController(root, state.host);
+  if (status === 409) refreshController(root, state.host).catch(reported("controller"));
 }
 
 // Poll once a second, and only while a restart runs.

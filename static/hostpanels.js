@@ -1,16 +1,24 @@
 // The per-host panels below the charts: the controller (hosts with a `launch`) and the compare view.
 import { refreshRuns, showCompare } from "./compare.js";
 import { refreshController, showController } from "./controller.js";
+import { reported as report } from "./problems.js";
 
-const report = (where) => (error) => console.error(`kvwatch ${where}:`, error);
+// The panels' box is aria-busy until the newest host's panels are drawn (a host picked while the
+// previous one's were loading waits for its own).
+const loads = { newest: 0 };
 
-export function showHostPanels(host) {
-  const done = [
-    showController(document.getElementById("controller-panel"), host).catch(report("controller")),
-    showCompare(document.getElementById("compare-view"), host).catch(report("compare")),
-  ];
-  window.kvwatchPanels = Promise.all(done);
-  return window.kvwatchPanels;
+export async function showHostPanels(host) {
+  const box = document.getElementById("host-panels");
+  const load = ++loads.newest;
+  box.setAttribute("aria-busy", "true");
+  try {
+    await Promise.all([
+      showController(document.getElementById("controller-panel"), host).catch(report("controller")),
+      showCompare(document.getElementById("compare-view"), host).catch(report("compare")),
+    ]);
+  } finally {
+    if (load === loads.newest) box.setAttribute("aria-busy", "false");
+  }
 }
 
 // A run started or ended: the controller's "runs now" flags and the compare view's run list follow.

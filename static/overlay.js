@@ -29,7 +29,7 @@ export async function drawOverlay(element, overlay, runs) {
   const layout = {
     height: 220 * Math.max(metrics.length, 1) + 60,
     margin: { l: 60, r: 20, t: 30, b: 40 },
-    paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg },
+    paper_bgcolor: theme.paper_bgcolor, plot_bgcolor: theme.plot_bgcolor, font: { color: fg },
     grid: { rows: metrics.length, columns: 1, pattern: "coupled" },
     xaxis: { title: { text: `seconds after ${overlay.align === "steady" ? "steady state" : "start"}` }, gridcolor: grid },
     legend: { orientation: "h", y: 1.08 },

@@ -1,4 +1,8 @@
-// The charts of one host, top to bottom. Every chart shares one time axis (see app.js).
+// The charts of one host, top to bottom: this table is the one place a chart or a chart's metric is
+// declared (the page builds a section per entry, app.js fetches and follows every trace, charts.js draws
+// it). `id` is the section's id and data-testid; a trace's `metric` is /api/series's (app/metrics_catalog
+// says how a host's series combines). Every chart shares one time axis (see app.js).
+import { el } from "./dom.js";
 
 export const PANELS = [
   { id: "chart-throughput", title: "gen throughput (tok/s)",
@@ -18,6 +22,13 @@ export const PANELS = [
   { id: "chart-gpu-mem", title: "GPU memory used per GPU (MiB)", perGpu: "gpu_mem_used_mib",
     traces: [{ metric: "gpu_mem_used_mib", name: "MiB" }] },
 ];
+
+// A section for each chart, in the table's order.
+export function renderChartSlots(container) {
+  container.replaceChildren(...PANELS.map((panel) => el("section", { class: "chart", id: panel.id,
+                                                                     "data-testid": panel.id,
+                                                                     "aria-label": panel.title })));
+}
 
 // The GPU charts get one thin line per GPU after the host lines, named as the store names the part
 // (`GPU3`, nvidia-smi's index); how many GPUs there are is the catalog's `parts` for the host.

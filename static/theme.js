@@ -1,6 +1,7 @@
 // The one theme: colours are CSS custom properties (style.css, light and dark); whatever plotly draws
 // takes them from plotlyTheme() here, and a theme change re-colours every plotly figure on the page.
-// plotlyTheme() and onThemeChange() keep their names: charts.js, overlay.js and compare.js call them.
+// plotlyTheme() and onThemeChange() keep their names: charts.js calls both, overlay.js plotlyTheme().
+// No colour is written anywhere else: charts.js names custom properties and reads them here.
 
 const THEMES = ["auto", "light", "dark"];
 const STORE_KEY = "kvwatch-theme";

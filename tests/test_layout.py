@@ -6,6 +6,7 @@ Everything is imported through the one import root, `kvwatch` (`kvwatch.app`, `k
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,20 @@ def test_bare_root_checker_sees_violations(tmp_path: Path) -> None:
 def test_fixed_top_level_layout() -> None:
     for name in ("pyproject.toml", "app", "collectors", "parsers", "static", "tests", "docker-compose.yml"):
         assert (ROOT / name).exists(), name
+
+
+def window_hooks(static: Path) -> list[str]:
+    """`window.kvwatch...` in the page's files: a test hook, which production code does not carry (the
+    tests watch the DOM, plotly's graph divs, the network and the clipboard instead)."""
+    return [f"{path.name}:{n}" for path in sorted(static.glob("*.*")) if path.suffix in (".js", ".html")
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if re.search(r"window\s*(\.|\[\s*[\"'`])\s*kvwatch", line)]
+
+
+def test_the_page_has_no_test_hooks() -> None:
+    assert window_hooks(ROOT / "static") == []
+
+
+def test_hook_checker_sees_hooks(tmp_path: Path) -> None:
+    (tmp_path / "app.js").write_text("let a = 1;\nwindow.kvwatchReady = true;\nwindow['kvwatchX'] = 2;\n")
+    assert window_hooks(tmp_path) == ["app.js:2", "app.js:3"]

@@ -19,7 +19,7 @@ from kvwatch.app.config import HostConfig
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from tests.browser.world import ScriptedRun
-from tests.fixtures.web import block_outside_requests, open_dashboard
+from tests.fixtures.web import block_outside_requests, open_dashboard, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -82,7 +82,7 @@ def test_an_entry_shows_value_threshold_since_and_its_link_opens_the_window(satu
     page.screenshot(path=str(ARTIFACTS / "alert-banner.png"))
     link.click()
     page.wait_for_url(re.compile(r"host=gpu1"))
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     assert page.locator("#host-picker").input_value() == "gpu1"
     assert "from=" in page.url and "to=" in page.url
     expected = [int(query["from"]), int(query["to"])]
@@ -162,7 +162,7 @@ def test_a_newly_firing_alert_notifies_and_titles_the_tab_once_permitted(startin
     page.add_init_script(RECORD_NOTIFICATIONS)
     block_outside_requests(page)
     page.goto(starting)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     assert page.evaluate("window.asked") == 0  # never asked on load
     assert page.title() == "kvwatch"
     page.locator(FIRING).wait_for(timeout=120_000)

@@ -18,7 +18,7 @@ from kvwatch.app.commands.demo import adopt_when_settled, demo_config
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.simulator.demo import start_demo_world
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import block_outside_requests, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 TOKEN = "whatif-t0ken"
@@ -70,7 +70,7 @@ def test_prediction_beside_the_diff_veto_marked_and_the_error_recorded(demo: str
     outside = block_outside_requests(page)
     page.set_viewport_size({"width": 1600, "height": 1100})
     page.goto(demo, timeout=90_000)  # a shared machine under load can be slow to serve the page
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     page.wait_for_selector("[data-testid=preset-default]", timeout=30_000)
     # The demo's controller adopts its server once the story is over; the panel notices without a reload.
     page.wait_for_function("document.querySelector('#ctl-current summary').textContent"

@@ -13,6 +13,7 @@ import pytest
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from tests.browser.world import ScriptedRun
+from tests.fixtures.web import wait_settled
 
 pytestmark = pytest.mark.browser
 RECORD_VIOLATIONS = """
@@ -46,7 +47,7 @@ def test_the_dashboard_draws_under_the_policy(served: str, page: Any) -> None:
     page.add_init_script(RECORD_VIOLATIONS)
     answer = page.goto(served)
     assert "script-src 'self'" in answer.headers["content-security-policy"]
-    wait_until(page, "window.kvwatchReady === true", 30_000)
+    wait_settled(page, timeout=30_000)
     drawn = page.evaluate("['chart-throughput', 'chart-usage', 'chart-requests']"
                           ".map((id) => document.getElementById(id).querySelectorAll('.main-svg').length)")
     assert min(drawn) >= 1

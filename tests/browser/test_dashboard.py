@@ -12,7 +12,7 @@ import pytest
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from tests.browser.world import ScriptedRun
-from tests.fixtures.web import open_dashboard
+from tests.fixtures.web import open_dashboard, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -100,7 +100,7 @@ def test_zoom_fetches_history_and_aligns_every_chart(live_run: tuple[ScriptedRun
         page.mouse.move(box["x"] + box["width"] * 0.45, y, steps=8)
         page.mouse.up()
     assert "since=" in first.value.url
-    page.wait_for_function("window.kvwatchZoomDone === window.kvwatchZoomFetches", timeout=10_000)
+    wait_settled(page, timeout=10_000)  # the zoom's window is drawn
     ranges = page.evaluate(
         f"{json.dumps(CHARTS)}.map(id => document.getElementById(id).layout.xaxis.range"
         ".map(x => new Date(x).getTime()))")

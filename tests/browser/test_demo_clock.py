@@ -25,7 +25,7 @@ from kvwatch.app.commands.demo import demo_config
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.simulator.demo import DEMO_LOAD_S, DRAIN_S, STORY, start_demo_world
-from tests.fixtures.web import block_outside_requests, live_wait
+from tests.fixtures.web import block_outside_requests, live_wait, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -95,7 +95,7 @@ def test_every_chart_shows_each_restart_at_the_same_instant(demo_url: str, page:
     outside = block_outside_requests(page)
     page.set_viewport_size({"width": 1400, "height": 1200})
     page.goto(f"{demo_url}/?range=15m")
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     second_restart = (STORY[0][1] or 0) + (STORY[1][1] or 0)
     started = time.monotonic()
     live_wait(page, second_restart / SPEED + RESUME_S['chart-completions'] - (time.monotonic() - started))

@@ -17,7 +17,7 @@ from kvwatch.app.commands.demo import demo_config
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.simulator.demo import start_demo_world
-from tests.fixtures.web import block_outside_requests, live_wait
+from tests.fixtures.web import block_outside_requests, live_wait, wait_panels, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(480)]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -48,7 +48,7 @@ def test_demo_now_row_follows_the_stream_and_a_window_moves_with_now(demo_url: s
     page.set_viewport_size({"width": 1400, "height": 1000})
     started = time.monotonic()
     page.goto(f"{demo_url}/?range=15m")
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     host = page.locator("[data-testid=host-picker]").input_value()
     assert f"host={host}" in page.url and "range=15m" in page.url
     page.wait_for_function("document.querySelector('[data-testid=now-gen] .now-value').textContent !== '—'",
@@ -75,7 +75,7 @@ def test_demo_now_row_follows_the_stream_and_a_window_moves_with_now(demo_url: s
                            ".includes('firing: token_usage_high')", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "demo-now-2min.png"), full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
-    page.evaluate("window.kvwatchPanels")  # the controller panel and the compare view are drawn
+    wait_panels(page)  # the controller panel and the compare view are drawn
     # The story's second run starts at 2 min of the demo's clock: its compare list (the runs' flag
     # lists, the widest thing here) follows the `run` event once the restart is seen in the log.
     page.wait_for_function("document.querySelectorAll('#cmp-baseline option').length >= 2", timeout=120_000)

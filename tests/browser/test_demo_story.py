@@ -21,7 +21,7 @@ from kvwatch.app.commands.demo import demo_config
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.simulator.demo import start_demo_world
-from tests.fixtures.web import block_outside_requests, live_wait
+from tests.fixtures.web import block_outside_requests, live_wait, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(1500)]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -79,7 +79,7 @@ def test_the_story_saturates_then_compares_fp8_with_088(story: tuple[str, float]
     outside = block_outside_requests(page)
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     at(page, started, 10)
     shot(page, "demo-story-10s.png")
     # DESIGN.md: within 60 s, usage above 0.95, a queue, the token-usage alert firing. The default config

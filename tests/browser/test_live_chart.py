@@ -7,7 +7,7 @@ from typing import Any
 
 from kvwatch.app.main import create_app
 from tests.app.slice_helpers import append_lines, start_services, wait_until
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import block_outside_requests, wait_settled
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -24,7 +24,7 @@ def test_chart_fills_and_moves_offline(tmp_path: Path, serve_app: Any, page: Any
     outside = block_outside_requests(page)
 
     page.goto(server.url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=20_000)
+    wait_settled(page, timeout=20_000)
     assert trace_length(page, "chart-throughput") == 120
     assert trace_length(page, "chart-usage") == 120
     page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)

@@ -16,6 +16,7 @@ import pytest
 
 from kvwatch.app.main import create_app
 from tests.app.slice_helpers import append_lines, start_services, wait_until
+from tests.fixtures.web import wait_settled
 
 pytestmark = pytest.mark.browser
 SERIES = re.compile(r"/api/series\?")
@@ -65,7 +66,7 @@ def zoom_throughput(page: Any) -> None:
     page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=6)
     page.mouse.up()
     page.wait_for_function("document.getElementById('live-badge').textContent === 'paused (zoomed)'")
-    page.wait_for_function("window.kvwatchZoomDone === window.kvwatchZoomFetches", timeout=10_000)
+    wait_settled(page, timeout=10_000)  # the zoom's window is drawn
 
 
 def test_live_points_that_arrive_during_a_late_refill_are_kept(
@@ -76,9 +77,9 @@ def test_live_points_that_arrive_during_a_late_refill_are_kept(
     wait_until(lambda: stored(services, 40))
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(server.url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=20_000)
+    wait_settled(page, timeout=20_000)
+    # live: the stream's hello was heard and the first open's backfill is done
     page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)
-    page.wait_for_function("window.kvwatchBackfills >= 1")
     zoom_throughput(page)
     zoomed = page.evaluate(f"{THROUGHPUT_Y}.length")
     assert 0 < zoomed < 40
@@ -108,26 +109,25 @@ def test_an_older_refill_that_lands_last_is_not_drawn(tmp_path: Path, serve_app:
     wait_until(lambda: stored(services, 40))
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(server.url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=20_000)
-    page.wait_for_function("window.kvwatchBackfills >= 1")
+    wait_settled(page, timeout=20_000)
+    page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)
     traces = page.evaluate(TRACES)
 
     held = HeldSeries(page)
-    zoom_started = page.evaluate("window.kvwatchZoomFetches")
     box = page.locator("#chart-throughput .nsewdrag").bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] * 0.2, y)
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=6)
     page.mouse.up()  # the zoom's window refill: held
-    page.wait_for_function(f"window.kvwatchZoomFetches === {zoom_started + 1}")
+    page.wait_for_function("document.getElementById('live-badge').textContent === 'paused (zoomed)'")
     held.wait_for(traces)
     page.locator("#back-to-live").click()  # the live refill, newer: held too
     held.wait_for(2 * traces)
     # The newer answers first, then the zoom's: the zoom's window must not end up on the charts.
     held.held = held.held[traces:] + held.held[:traces]
     held.release()
-    page.wait_for_function(f"window.kvwatchZoomDone === {zoom_started + 1}", timeout=10_000)
+    wait_settled(page, timeout=10_000)  # both refills landed
     page.wait_for_function(f"{THROUGHPUT_Y}.length === 40", timeout=10_000)
     assert page.evaluate(THROUGHPUT_Y) == [900.0 + n for n in range(1, 41)]
     assert page.locator("#live-badge").inner_text() == "following live"

@@ -11,7 +11,7 @@ import pytest
 
 from kvwatch.app.main import create_app
 from tests.app.slice_helpers import append_lines, start_services
-from tests.fixtures.web import block_outside_requests, live_wait
+from tests.fixtures.web import block_outside_requests, live_wait, wait_settled
 
 pytestmark = pytest.mark.browser
 
@@ -25,7 +25,7 @@ def test_the_first_samples_after_an_empty_start_raise_no_page_error(tmp_path: Pa
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     outside = block_outside_requests(page)
     page.goto(server.url)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     append_lines(tmp_path / "server.log", 1, 5)
     page.wait_for_function("document.getElementById('chart-throughput').data[0].x.length >= 5", timeout=20_000)
     append_lines(tmp_path / "server.log", 6, 5)

@@ -10,7 +10,7 @@ import pytest
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from tests.browser.world import ScriptedRun
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import block_outside_requests, wait_settled
 
 pytestmark = pytest.mark.browser
 TRACES = 10  # the six charts' traces (static/panels.js, hottest GPU included), one /api/series request each
@@ -36,7 +36,7 @@ def test_history_is_fetched_before_plotly_arrives(served: str, page: Any) -> Non
     assert page.evaluate("performance.getEntriesByName('kvwatch-start').length") == 0
     assert len(held) == 1
     held[0].continue_()
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     drawn = page.evaluate("['chart-throughput', 'chart-usage', 'chart-requests']"
                           ".map((id) => document.getElementById(id).data[0].x.length)")
     assert min(drawn) >= 250  # the scripted run's five minutes of history, drawn from the early fetch

@@ -22,7 +22,7 @@ from kvwatch.app.services import Services
 from tests.app.slice_helpers import append_lines, wait_until
 from tests.browser.world import ScriptedRun
 from tests.controller.support import free_port, host_table
-from tests.fixtures.web import open_dashboard
+from tests.fixtures.web import open_dashboard, wait_panels, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -113,7 +113,7 @@ def test_a_link_restores_host_and_range_and_a_range_button_writes_it(
     page.wait_for_function("location.search.includes('range=1h')")
     assert "host=other" in page.url
     page.reload()
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     assert page.locator("[data-testid=host-picker]").input_value() == "other"
     assert page.locator("[data-testid=range-1h]").get_attribute("aria-pressed") == "true"
     page.wait_for_function(f"(({X_RANGE})('chart-throughput')).reduce((a, b) => b - a) > 3590")
@@ -121,7 +121,7 @@ def test_a_link_restores_host_and_range_and_a_range_button_writes_it(
     first = services.store.series("local", "gen_throughput")[0][0]
     iso = dt.datetime.fromtimestamp(first + 60, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
     page.goto(f"{url}/?host=local&from={int(first)}&to={iso}")
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     assert page.locator("[data-testid=host-picker]").input_value() == "local"
     assert page.locator("[data-testid=live-badge]").inner_text() == "paused (zoomed)"
     assert page.evaluate(X_RANGE, "chart-usage") == pytest.approx([int(first), first + 60], abs=1)
@@ -169,7 +169,7 @@ def test_lines_break_at_gaps_and_an_empty_chart_keeps_its_date_axis_on_zoom(
 def test_no_horizontal_overflow_on_a_phone(still: tuple[Services, str], page: Any) -> None:
     _, url = still
     open_page(page, f"{url}/?host=local&range=1h", width=390, height=844)
-    page.evaluate("window.kvwatchPanels")
+    wait_panels(page)
     page.wait_for_function("document.querySelector('[data-testid=now-gen] .now-value').textContent !== '—'")
     time.sleep(1)  # the charts' responsive resize
     width = page.evaluate("document.documentElement.scrollWidth")
@@ -198,7 +198,7 @@ def test_a_restart_sends_the_run_its_diff_was_made_on_and_shows_a_409_plainly(
         controlled: tuple[Services, str], page: Any) -> None:
     services, url = controlled
     open_page(page, url)
-    page.evaluate("window.kvwatchPanels")
+    wait_panels(page)
     page.locator("#ctl-token").fill(TOKEN)
     # A first, real restart: afterwards the server runs a run the controller knows by id.
     page.locator("[data-testid=preset-bf16-hicache-088]").check()

@@ -20,7 +20,7 @@ from kvwatch.app.services import Services
 from tests.app.slice_helpers import start_services, wait_until
 from tests.compare.synth import THREE_CONFIGS, write_log
 from tests.controller.support import free_port, host_table
-from tests.fixtures.web import open_dashboard
+from tests.fixtures.web import open_dashboard, wait_panels
 
 pytestmark = pytest.mark.browser
 # test artifacts, not committed: the README's screenshot is made on purpose by bench/screenshot_dashboard.py
@@ -30,7 +30,7 @@ TOKEN = "panel-t0ken"
 
 def open_page(page: Any, url: str) -> list[str]:
     outside = open_dashboard(page, url)
-    page.evaluate("window.kvwatchPanels")
+    wait_panels(page)
     return outside
 
 

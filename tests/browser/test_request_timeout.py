@@ -13,7 +13,7 @@ import pytest
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from tests.browser.world import ScriptedRun
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import block_outside_requests, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -31,7 +31,7 @@ def test_a_request_that_never_answers_is_given_up_after_30_s(served: str, page: 
     page.route("**/api/hosts/*/diagnosis", lambda route: hung.append((route, time.monotonic())))
     page.on("requestfailed", lambda r: failed.append((r.url, time.monotonic())) if "/diagnosis" in r.url else None)
     page.goto(served)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     deadline = time.monotonic() + 60
     while not failed and time.monotonic() < deadline:
         page.wait_for_timeout(500)

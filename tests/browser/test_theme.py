@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from kvwatch.app.main import create_app
+from kvwatch.app.runner import build_services
 from tests.app.slice_helpers import start_services, wait_until
+from tests.browser.world import ScriptedRun
 from tests.compare.synth import THREE_CONFIGS, write_log
-from tests.fixtures.web import block_outside_requests
+from tests.fixtures.web import block_outside_requests, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -51,7 +53,7 @@ def test_the_theme_button_recolours_every_chart_and_the_overlay(compared: str, p
     page.emulate_media(color_scheme="light")
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(compared)
-    page.wait_for_function("window.kvwatchReady === true", timeout=30_000)
+    wait_settled(page, timeout=30_000)
     page.wait_for_function("Number(document.getElementById('compare-view').dataset.loaded) >= 1", timeout=30_000)
     page.wait_for_function("document.getElementById('cmp-overlay').classList.contains('js-plotly-plot')")
     light = figures_follow(page)
@@ -72,4 +74,28 @@ def test_the_theme_button_recolours_every_chart_and_the_overlay(compared: str, p
     page.wait_for_function("document.getElementById('cmp-overlay').layout.font.color"
                            f" === '{dark[0]['fg']}'")
     figures_follow(page)
+    assert outside == []
+
+
+LINES = """() => {
+  const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  const chart = document.getElementById('chart-usage');
+  return {line: chart.data[0].line.color, accent: css('--accent'),
+          threshold: chart.layout.shapes.find((s) => s.name === 'threshold').line.color, bad: css('--bad')};
+}"""
+
+
+def test_the_lines_and_the_threshold_follow_the_theme(tmp_path: Path, serve_app: Any, page: Any) -> None:
+    url = serve_app(create_app(build_services(ScriptedRun(tmp_path).config()))).url
+    page.emulate_media(color_scheme="light")
+    outside = block_outside_requests(page)
+    page.goto(url)
+    wait_settled(page, timeout=30_000)
+    light = page.evaluate(LINES)
+    assert light["line"] == light["accent"] and light["threshold"] == light["bad"], light
+    page.locator("#theme").click()  # auto -> light
+    page.locator("#theme").click()  # light -> dark
+    page.wait_for_function(f"document.getElementById('chart-usage').data[0].line.color !== '{light['line']}'")
+    dark = page.evaluate(LINES)
+    assert dark["line"] == dark["accent"] != light["accent"] and dark["threshold"] == dark["bad"], dark
     assert outside == []

@@ -14,7 +14,7 @@ from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from tests.controller.support import free_port, host_table
-from tests.fixtures.web import open_dashboard
+from tests.fixtures.web import open_dashboard, wait_panels
 
 pytestmark = pytest.mark.browser
 
@@ -43,7 +43,7 @@ def served(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> t
 def test_the_prediction_answers_once_the_run_logs_its_capacity(served: tuple[str, Path], page: Any) -> None:
     url, log = served
     outside = open_dashboard(page, url)
-    page.evaluate("window.kvwatchPanels")
+    wait_panels(page)
     unknown = page.locator("[data-testid=pred-risks] li[data-kind=unknown]")
     unknown.first.wait_for(timeout=30_000)
     assert "logged no KV capacity yet" in unknown.first.inner_text()
@@ -68,7 +68,7 @@ def test_a_server_kvwatch_did_not_start_is_the_base_of_the_diff(served: tuple[st
     the 0.88 preset shows 0.85 -> 0.88, and keeping the flags that run now changes nothing."""
     url, _ = served
     open_dashboard(page, url)
-    page.evaluate("window.kvwatchPanels")
+    wait_panels(page)
     summary = page.locator("#ctl-current summary")
     summary.wait_for(timeout=30_000)
     page.wait_for_function("document.querySelector('#ctl-current summary').textContent.includes('read from its log')",
