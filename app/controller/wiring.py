@@ -1,7 +1,7 @@
 """The controller wired to the rest of kvwatch: the store as AuditSink and RunSink, one HostController
 per host that has a `launch`, each on an SSH connection of its own (`open_transport`).
 
-    app.state.controllers = build_controllers(config, store)     # in create_app
+    controllers = build_controllers(config, store)     # in app/build.py, at start
 """
 
 from __future__ import annotations
