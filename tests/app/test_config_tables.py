@@ -1,4 +1,4 @@
-"""Every table of kvwatch.toml beside [server] and [[hosts]] is a typed model (app/config_tables.py):
+"""Every table of kvwatch.toml is a typed model (app/config_tables.py):
 a bad field is one ConfigError line that names the file, the table and the field, at start."""
 
 from __future__ import annotations
@@ -95,3 +95,23 @@ def test_every_table_refuses_unknown_keys(model: type[Table]) -> None:
 def test_a_veto_ignores_other_keys_as_it_always_did() -> None:
     veto = validated(VetoTable, {"flag": "x", "reason": "y", "resaon": "z"}, "f.v")
     assert (veto.flag, veto.value, veto.reason) == ("x", "*", "y")
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("[server]\nport = 0\n", "server.port: 0 is not a TCP port"),
+    ("[server]\ntoken = 12345\n", "server.token: expected str, got int (value not shown)"),
+    ("[server]\ntrusted_proxies = ['*']\n", "server.trusted_proxies: '*' is not an IP address or network"),
+    ("[server]\nprot = 1\nhots = 2\n", "server.hots: unknown key (allowed: allowed_hosts, data_dir, database, host, "),
+    (HOST + "gpu = 1\n", "hosts['gpu1'].gpu: expected bool, got int 1"),
+    (HOST + "timezone = 'Mars/Olympus'\n", "hosts['gpu1'].timezone: unknown zone 'Mars/Olympus'"),
+    ("[[hosts]]\nname = 'a'\nssh = 5\n", "hosts['a'].server_log: missing (required)"),
+    ("[[hosts]]\nname = ''\nssh = 'local'\nserver_log = 'x'\n", "hosts[''].name: must not be empty"),
+    ("hosts = [3]\n", "hosts[0]: expected a table"),
+    ("[srever]\n", "srever: unknown key (allowed: alerts, hosts, presets, server, vetoes)"),
+])
+def test_server_and_host_tables_name_file_and_field(tmp_path: Path, text: str, line: str) -> None:
+    path = tmp_path / "kvwatch.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}: {line}"), str(caught.value)
