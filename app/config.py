@@ -1,12 +1,15 @@
 """kvwatch.toml: read once, validated field by field, every error one line naming file and field.
 
-The keys are the ones DESIGN.md documents. Sections that other features own (presets, vetoes, alert
-rules) are accepted by name in HOST_KEYS / TOP_KEYS and handed on as plain tables; anything else is
-an error, so a typo never silently does nothing.
+The keys are the ones DESIGN.md documents: `[server]` and each `[[hosts]]` table are typed models
+(`ServerTable`, `HostTable`, on app/config_tables.py), read into the frozen `ServerConfig` and
+`HostConfig` the rest of kvwatch uses. Sections that other features own (presets, vetoes, alert rules,
+restart, compare) are accepted by name and handed on as plain tables, which their owners validate
+with models of their own; anything else is an error, so a typo never silently does nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import glob as globmod
 import ipaddress
 import math
@@ -14,26 +17,19 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
+from pydantic import AfterValidator, BeforeValidator, ValidationInfo
+
+from kvwatch.app.config_tables import Table, invalid, validated
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.trusted_hosts import host_pattern
 from kvwatch.collectors.clock_infer import is_zone_name
 
-SERVER_KEYS = frozenset(
-    {"host", "port", "database", "token", "data_dir", "webhook", "retention_days", "allowed_hosts",
-     "trusted_proxies"}
-)
-HOST_KEYS = frozenset(
-    {
-        "name", "ssh", "identity_file", "known_hosts", "server_log", "client_log", "outputs",
-        "target_completions", "launch", "presets", "vetoes", "alerts", "restart", "metrics_port", "gpu",
-        "timezone", "compare",
-    }
-)
-TOP_KEYS = frozenset({"server", "hosts", "presets", "vetoes", "alerts"})
 LOCAL = "local"
 SECRET_KEYS = frozenset({"token", "webhook"})  # their values never appear in a message
+NON_EMPTY = frozenset({"name", "ssh", "server_log"})
+HOST_TABLES = ("presets", "vetoes", "alerts", "restart", "compare")  # handed on to their owners
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +79,143 @@ class Config:
     path: str = "<memory>"
 
 
+def _typed(kind: type) -> BeforeValidator:
+    """A value of exactly `kind` (bool is an int in Python; a port of `true` is still wrong)."""
+
+    def check(value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            shown = "(value not shown)" if info.field_name in SECRET_KEYS else repr(value)
+            invalid(f"expected {kind.__name__}, got {type(value).__name__} {shown}")
+        if kind is str and not value and info.field_name in NON_EMPTY:
+            invalid("must not be empty")
+        return value
+
+    return BeforeValidator(check)
+
+
+def _port(value: int) -> int:
+    if not 0 < value < 65536:
+        invalid(f"{value} is not a TCP port")
+    return value
+
+
+def _retention_days(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        invalid(f"expected a number of days, got {type(value).__name__} {value!r}")
+    # Under a day the alert rules and the page's live window would lose the raw samples they read.
+    if not math.isfinite(value) or value < 1:
+        invalid(f"must be at least 1 (day), got {value!r}")
+    return float(value)
+
+
+def _allowed_hosts(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        invalid("expected a list of host names")
+    try:
+        return tuple(host_pattern(name) for name in value)
+    except ValueError as exc:
+        invalid(str(exc))
+
+
+def _trusted_proxies(value: Any) -> tuple[str, ...]:
+    """Proxies as uvicorn's forwarded_allow_ips takes them; `*` (believe anyone) is refused."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        invalid("expected a list of IP addresses or networks")
+    for item in value:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            invalid(f"{item!r} is not an IP address or network (like 10.0.0.0/8)")
+    return tuple(value)
+
+
+def _outputs(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(o, str) and o for o in value):
+        invalid("expected a list of glob strings")
+    for pattern in value:
+        if globmod.has_magic(pattern) and ("[" in pattern and "]" not in pattern.split("[", 1)[1]):
+            invalid(f"bad glob {pattern!r} (unclosed '[')")
+    return tuple(value)
+
+
+def _positive_count(value: int | None) -> int | None:
+    if value is not None and value <= 0:
+        invalid(f"must be positive, got {value}")
+    return value
+
+
+def _zone(value: str | None) -> str | None:
+    if value is not None and not is_zone_name(value):
+        invalid(f'unknown zone {value!r} (an IANA name such as "Asia/Shanghai")')
+    return value
+
+
+Str = Annotated[str, _typed(str)]
+OptStr = Annotated[str | None, _typed(str)]
+OptInt = Annotated[int | None, _typed(int)]
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(ServerConfig)}
+
+
+class ServerTable(Table):
+    """`[server]`, its fields in the order they are checked."""
+
+    unknown: ClassVar[str] = ".{key}: unknown key (allowed: {allowed_sorted})"
+    port: Annotated[int, _typed(int), AfterValidator(_port)] = _DEFAULTS["port"]
+    host: Str = _DEFAULTS["host"]
+    database: Str = _DEFAULTS["database"]
+    token: OptStr = None
+    data_dir: Str = _DEFAULTS["data_dir"]
+    webhook: OptStr = None
+    retention_days: Annotated[float | None, BeforeValidator(_retention_days)] = None
+    allowed_hosts: Annotated[tuple[str, ...], BeforeValidator(_allowed_hosts)] = ()
+    trusted_proxies: Annotated[tuple[str, ...], BeforeValidator(_trusted_proxies)] = ()
+
+
+class HostTable(Table):
+    """One `[[hosts]]` table, its fields in the order they are checked; the tables other parts own
+    (HOST_TABLES) are taken as they are."""
+
+    unknown: ClassVar[str] = ".{key}: unknown key (allowed: {allowed_sorted})"
+    outputs: Annotated[tuple[str, ...], BeforeValidator(_outputs)] = ()  # checked before the required keys' types
+    target_completions: Annotated[int | None, _typed(int), AfterValidator(_positive_count)] = None
+    name: Str
+    ssh: Str
+    server_log: Str
+    client_log: OptStr = None
+    identity_file: OptStr = None
+    known_hosts: OptStr = None
+    launch: OptStr = None
+    metrics_port: OptInt = None
+    gpu: Annotated[bool, _typed(bool)] = False
+    timezone: Annotated[str | None, _typed(str), AfterValidator(_zone)] = None
+    presets: Any = None
+    vetoes: Any = None
+    alerts: Any = None
+    restart: Any = None
+    compare: Any = None
+
+    def host_config(self) -> HostConfig:
+        fields = self.model_dump(exclude=set(HOST_TABLES))
+        return HostConfig(**fields, tables={key: getattr(self, key) for key in HOST_TABLES
+                                            if key in self.model_fields_set})
+
+
+class ConfigFile(Table):
+    """The file's top level: which tables it may have (each is read by its own model)."""
+
+    unknown: ClassVar[str] = "{key}: unknown key (allowed: {allowed_sorted})"
+    server: Any = None
+    hosts: Any = None
+    presets: Any = None
+    vetoes: Any = None
+    alerts: Any = None
+
+
+SERVER_KEYS = frozenset(ServerTable.keys())
+HOST_KEYS = frozenset(HostTable.keys())
+TOP_KEYS = frozenset(ConfigFile.keys())
+
+
 def load_config(path: str | os.PathLike[str]) -> Config:
     """Read and validate kvwatch.toml."""
     where = str(path)
@@ -100,8 +233,8 @@ def load_config(path: str | os.PathLike[str]) -> Config:
 
 
 def parse_config(data: dict[str, Any], where: str = "<memory>") -> Config:
-    _reject_unknown(data, TOP_KEYS, where, "")
-    server = _parse_server(_table(data, "server", where), where)
+    validated(ConfigFile, data, where)
+    server = ServerConfig(**validated(ServerTable, data.get("server", {}), f"{where}: server").model_dump())
     hosts_raw = data.get("hosts", [])
     if not isinstance(hosts_raw, list):
         raise ConfigError(f"{where}: hosts: expected [[hosts]] tables")
@@ -114,132 +247,10 @@ def parse_config(data: dict[str, Any], where: str = "<memory>") -> Config:
     return Config(server=server, hosts=hosts, tables=tables, path=where)
 
 
-def _parse_server(table: dict[str, Any], where: str) -> ServerConfig:
-    _reject_unknown(table, SERVER_KEYS, where, "server.")
-    defaults = ServerConfig()
-    port = _typed(table, "port", int, where, "server.", defaults.port)
-    if not 0 < port < 65536:
-        raise ConfigError(f"{where}: server.port: {port} is not a TCP port")
-    return ServerConfig(
-        host=_typed(table, "host", str, where, "server.", defaults.host),
-        port=port,
-        database=_typed(table, "database", str, where, "server.", defaults.database),
-        token=_typed(table, "token", str, where, "server.", None),
-        data_dir=_typed(table, "data_dir", str, where, "server.", defaults.data_dir),
-        webhook=_typed(table, "webhook", str, where, "server.", None),
-        retention_days=_retention_days(table, where),
-        allowed_hosts=_allowed_hosts(table, where),
-        trusted_proxies=_trusted_proxies(table, where),
-    )
-
-
-def _retention_days(table: dict[str, Any], where: str) -> float | None:
-    value = table.get("retention_days")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(
-            f"{where}: server.retention_days: expected a number of days, got {type(value).__name__} {value!r}"
-        )
-    # Under a day the alert rules and the page's live window would lose the raw samples they read.
-    if not math.isfinite(value) or value < 1:
-        raise ConfigError(f"{where}: server.retention_days: must be at least 1 (day), got {value!r}")
-    return float(value)
-
-
-def _allowed_hosts(table: dict[str, Any], where: str) -> tuple[str, ...]:
-    value = table.get("allowed_hosts", [])
-    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-        raise ConfigError(f"{where}: server.allowed_hosts: expected a list of host names")
-    try:
-        return tuple(host_pattern(name) for name in value)
-    except ValueError as exc:
-        raise ConfigError(f"{where}: server.allowed_hosts: {exc}") from None
-
-
-def _trusted_proxies(table: dict[str, Any], where: str) -> tuple[str, ...]:
-    """Proxies as uvicorn's forwarded_allow_ips takes them; `*` (believe anyone) is refused."""
-    value = table.get("trusted_proxies", [])
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ConfigError(f"{where}: server.trusted_proxies: expected a list of IP addresses or networks")
-    for item in value:
-        try:
-            ipaddress.ip_network(item, strict=False)
-        except ValueError:
-            raise ConfigError(
-                f"{where}: server.trusted_proxies: {item!r} is not an IP address or network (like 10.0.0.0/8)"
-            ) from None
-    return tuple(value)
-
-
 def _parse_host(table: Any, index: int, where: str) -> HostConfig:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: hosts[{index}]: expected a table")
-    name = table.get("name")
-    label = f"hosts[{name!r}]." if isinstance(name, str) else f"hosts[{index}]."
-    _reject_unknown(table, HOST_KEYS, where, label)
-    for required in ("name", "ssh", "server_log"):
-        if required not in table:
-            raise ConfigError(f"{where}: {label}{required}: missing (required)")
-    outputs = table.get("outputs", [])
-    if not isinstance(outputs, list) or not all(isinstance(o, str) and o for o in outputs):
-        raise ConfigError(f"{where}: {label}outputs: expected a list of glob strings")
-    for pattern in outputs:
-        if globmod.has_magic(pattern) and ("[" in pattern and "]" not in pattern.split("[", 1)[1]):
-            raise ConfigError(f"{where}: {label}outputs: bad glob {pattern!r} (unclosed '[')")
-    target = _typed(table, "target_completions", int, where, label, None)
-    if target is not None and target <= 0:
-        raise ConfigError(f"{where}: {label}target_completions: must be positive, got {target}")
-    tables: dict[str, Any] = {k: table[k] for k in ("presets", "vetoes", "alerts", "restart", "compare")
-                              if k in table}
-    return HostConfig(
-        name=_typed(table, "name", str, where, label, ""),
-        ssh=_typed(table, "ssh", str, where, label, ""),
-        server_log=_typed(table, "server_log", str, where, label, ""),
-        client_log=_typed(table, "client_log", str, where, label, None),
-        outputs=tuple(outputs),
-        identity_file=_typed(table, "identity_file", str, where, label, None),
-        known_hosts=_typed(table, "known_hosts", str, where, label, None),
-        target_completions=target,
-        launch=_typed(table, "launch", str, where, label, None),
-        metrics_port=_typed(table, "metrics_port", int, where, label, None),
-        gpu=_typed(table, "gpu", bool, where, label, False),
-        tables=tables,
-        timezone=_timezone(table, where, label),
-    )
-
-
-def _timezone(table: dict[str, Any], where: str, label: str) -> str | None:
-    zone: str | None = _typed(table, "timezone", str, where, label, None)
-    if zone is not None and not is_zone_name(zone):
-        raise ConfigError(f'{where}: {label}timezone: unknown zone {zone!r} (an IANA name such as "Asia/Shanghai")')
-    return zone
-
-
-def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: {key}: expected a table")
-    return value
-
-
-def _typed(table: dict[str, Any], key: str, kind: type, where: str, label: str, default: Any) -> Any:
-    if key not in table:
-        return default
-    value = table[key]
-    # bool is an int in Python; a port of `true` is still wrong.
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        shown = "(value not shown)" if key in SECRET_KEYS else repr(value)
-        raise ConfigError(f"{where}: {label}{key}: expected {kind.__name__}, got {type(value).__name__} {shown}")
-    if kind is str and not value and key in ("name", "ssh", "server_log"):
-        raise ConfigError(f"{where}: {label}{key}: must not be empty")
-    return value
-
-
-def _reject_unknown(table: dict[str, Any], allowed: frozenset[str], where: str, label: str) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise ConfigError(f"{where}: {label}{unknown[0]}: unknown key (allowed: {', '.join(sorted(allowed))})")
+    name = table.get("name") if isinstance(table, dict) else None
+    label = f"hosts[{name!r}]" if isinstance(name, str) else f"hosts[{index}]"
+    return validated(HostTable, table, f"{where}: {label}").host_config()
 
 
 def default_config_path() -> Path | None:

@@ -1,4 +1,5 @@
-"""`create_app(services)`: the FastAPI app. Collectors start and stop with the app's lifespan."""
+"""`create_app(services)`: the FastAPI app over services built by app/build.py. Collectors start and
+stop with the app's lifespan."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from kvwatch.app.api.errors import register_error_handlers
 from kvwatch.app.api.headers import SecurityHeaders
 from kvwatch.app.api.limits import BodyLimit, Limits, MutationRateLimit
 from kvwatch.app.api.openapi import document_errors
+from kvwatch.app.api.restart import live_controllers
 from kvwatch.app.config import Config
-from kvwatch.app.controller.wiring import build_controllers
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.services import Services
 from kvwatch.app.trusted_hosts import ENV_VAR, allowed_hosts
@@ -69,9 +70,6 @@ def create_app(
     # Outermost: a request for a foreign name (DNS rebinding) is refused before anything else runs.
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=answered_hosts(services.config, bind), www_redirect=False)
     app.add_middleware(SecurityHeaders)  # outside everything: refusals (400, 413, 429) carry the headers too
-    if not services.controllers:
-        services.controllers = build_controllers(services.config, services.store)
-    app.state.controllers = services.controllers
     app.state.api_token = api_token(services.config)
     for router in ROUTERS:
         app.include_router(router)
@@ -94,5 +92,5 @@ def create_app(
 
 
 def _restarting(app: FastAPI, host: str) -> bool:
-    controller = getattr(app.state, "controllers", {}).get(host)  # set where the controller is wired
+    controller = live_controllers(app.state).get(host)
     return bool(controller is not None and controller.busy)

@@ -5,10 +5,14 @@ config stays as it was. A good file applies its host changes: removed hosts stop
 hosts start, a host whose table changed is restarted with the new table. Collected data is never
 touched: a restarted collector resumes each file from its committed offset.
 
+The new registries (config, collectors, controllers) are built aside (app/build.py) and swapped in
+with one assignment: a request handler or the alert service reading them during a reload sees the
+old set or the new one, never a mix.
+
 In `serve` the reload is complete: alerting takes the new hosts, `[alerts]` tables and webhook
-(AlertService.reconfigure), and the restart controllers are swapped in the dict the API reads
-(app.controller.swap). A controller in the middle of a restart refuses the whole reload. Server
-settings other than the webhook need a restart: a changed one is named in one log line and kept.
+(AlertService.reconfigure), and the restart controllers follow (app.controller.swap). A controller in
+the middle of a restart refuses the whole reload. Server settings other than the webhook need a
+restart: a changed one is named in one log line and kept.
 """
 
 from __future__ import annotations
@@ -19,28 +23,22 @@ import signal
 import threading
 from collections.abc import Callable
 
-from kvwatch.app.alerts import validate_alert_config
-from kvwatch.app.config import Config, HostConfig, ServerConfig, load_config
-from kvwatch.app.config_files import check_host_files
+from kvwatch.app.build import check_config, host_changes, next_registries
+from kvwatch.app.config import Config, ServerConfig, load_config
 from kvwatch.app.controller.swap import ControllerSwap, plan_swap
 from kvwatch.app.errors import KvwatchError
-from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.pipeline.heartbeat import claim_hosts, this_owner
 from kvwatch.app.services import Services
-from kvwatch.app.transports import open_transport
 
 log = logging.getLogger(__name__)
 LIVE_SERVER_KEYS = frozenset({"webhook"})  # the [server] keys a reload applies; the rest need a restart
 
 
 class ConfigReloader:
-    def __init__(self, services: Services, path: str,
-                 make_collector: Callable[[HostConfig, Services], HostCollector] | None = None,
-                 narrow: Callable[[Config], Config] | None = None, controllers: bool = False,
-                 collect: bool = True) -> None:
+    def __init__(self, services: Services, path: str, narrow: Callable[[Config], Config] | None = None,
+                 controllers: bool = False, collect: bool = True) -> None:
         self.services, self.path = services, path
         self.collect = collect  # False: `serve --no-collect`, a web app over what other processes collect
-        self.make_collector = make_collector or _collector
         self.narrow = narrow or (lambda config: config)  # `collect --only`: this process's share of the hosts
         self.controllers = controllers  # `serve`: the restart controllers follow the hosts too
         self.reloads = 0
@@ -52,8 +50,7 @@ class ConfigReloader:
         with self._lock:
             try:
                 config = self.narrow(load_config(self.path))
-                validate_alert_config(config)
-                check_host_files(config)
+                check_config(config)
                 self._apply(config)
             except KvwatchError as exc:
                 self.failures += 1
@@ -64,26 +61,21 @@ class ConfigReloader:
             return True
 
     def _apply(self, config: Config) -> None:
-        old = {h.name: h for h in self.services.config.hosts}
-        new = {h.name: h for h in config.hosts}
-        changed = [name for name in new if name in old and new[name] != old[name]]
-        added = [name for name in new if name not in old]
+        running = self.services.registries
         swap = self._plan_controllers(config)  # everything that can refuse comes before any change
         if self.collect:
-            claim_hosts(self.services.store, added, this_owner())
+            claim_hosts(self.services.store, host_changes(running.config, config).added, this_owner())
+        controllers = running.controllers
         if swap is not None:
             swap.hold()
-            swap.apply(self.services.controllers)
-        collectors = self.services.collectors
-        for name in [n for n in old if n not in new] + changed:
-            collector = collectors.pop(name, None)
-            if collector is not None:
-                collector.stop()
-        self.services.config = dataclasses.replace(config, server=self._server(config.server))
-        started = added + changed if self.collect else []  # web only: other processes collect
-        for name in started:
-            collectors[name] = self.make_collector(new[name], self.services)
-            collectors[name].start()
+            controllers = swap.apply(running.controllers)
+        config = dataclasses.replace(config, server=self._server(config.server))
+        change = next_registries(self.services, config, controllers, collect=self.collect)
+        for collector in change.stop:  # first: a changed host's new collector resumes from its offsets
+            collector.stop()
+        self.services.registries = change.registries  # the one swap readers see
+        for collector in change.start:
+            collector.start()
         if self.services.alerts is not None:  # after the collectors: an added host has its health at once
             self.services.alerts.reconfigure(self.services.config)
 
@@ -110,7 +102,3 @@ class ConfigReloader:
             threading.Thread(target=self.reload, name="kvwatch-reload", daemon=True).start()
 
         signal.signal(signal.SIGHUP, on_hup)
-
-
-def _collector(host: HostConfig, services: Services) -> HostCollector:
-    return HostCollector(host, services.store, services.bus, open_transport)

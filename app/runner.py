@@ -1,4 +1,5 @@
-"""Build the services for a config and serve them with uvicorn: shared by `serve` and `demo`."""
+"""Serve the services built for a config (app/build.py) with uvicorn: shared by `serve` and `demo`;
+`collect` runs them without a web app."""
 
 from __future__ import annotations
 
@@ -7,26 +8,19 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import uvicorn
 
-from kvwatch.app.alerts import validate_alert_config
+from kvwatch.app.build import build_services, database_path
 from kvwatch.app.config import Config, ServerConfig
-from kvwatch.app.config_files import check_host_files
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.main import answered_hosts, api_token, create_app
-from kvwatch.app.pipeline.collector import HostCollector
-from kvwatch.app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
-from kvwatch.app.pipeline.relay import StoreRelay
-from kvwatch.app.pipeline.retention import DAY_S, Retention
 from kvwatch.app.reload import ConfigReloader
 from kvwatch.app.services import Services
-from kvwatch.app.store import open_store
-from kvwatch.app.transports import open_transport
 
 log = logging.getLogger(__name__)
+__all__ = ["build_services", "check_bind", "collect", "database_path", "redacted", "serve", "uvicorn_options"]
 
 
 MIN_TOKEN_CHARS = 32  # 128 bits as hex; `kvwatch init` writes 43 base64url characters (256 bits)
@@ -51,36 +45,6 @@ def check_bind(host: str, token: str | None) -> None:
             f"{field}: too weak to bind {host}: use at least {MIN_TOKEN_CHARS} random characters "
             f"(python -c 'import secrets; print(secrets.token_urlsafe(32))', or the one `kvwatch init` writes)"
         )
-
-
-def database_path(config: Config) -> str:
-    database = config.server.database
-    if database.startswith(("postgresql://", "postgres://")) or os.path.isabs(database):
-        return database
-    return str(Path(config.server.data_dir).expanduser() / database)
-
-
-def build_services(config: Config, collect: bool = True) -> Services:
-    """The store and one collector a host; with `collect=False` a web app reading what others collect."""
-    validate_alert_config(config)  # a bad [alerts] field stops the start with one line, before serving
-    check_host_files(config)
-    services = Services(config=config, store=open_store(database_path(config)))
-    if not collect:
-        services.background.append(StoreRelay(services))
-        return services
-    try:
-        claim_hosts(services.store, (h.name for h in config.hosts), this_owner())
-    except ConfigError:
-        services.store.close()
-        raise
-    for host in config.hosts:
-        services.collectors[host.name] = HostCollector(host, services.store, services.bus, open_transport)
-    # Health (and the hosts' leases) in the store, for a web app in another process.
-    services.background.append(Heartbeat(services.store, services.collectors))
-    if config.server.retention_days is not None:  # the collecting process prunes the hosts it owns
-        keep_s = config.server.retention_days * DAY_S
-        services.background.append(Retention(services.store, lambda: tuple(services.collectors), keep_s))
-    return services
 
 
 def serve(
@@ -112,7 +76,7 @@ def collect(config: Config, stop: threading.Event, narrow: Callable[[Config], Co
     """Collect the config's hosts into its store, without a web app, until `stop` is set.
 
     SIGHUP reloads the file like `serve` does; `narrow` picks this process's hosts from a reloaded file."""
-    services = build_services(config)
+    services = build_services(config, controllers=False)  # restarts are the web app's
     services.start_collectors()
     if os.path.isfile(config.path):
         ConfigReloader(services, config.path, narrow=narrow).install()

@@ -1,9 +1,18 @@
-"""What the web app serves from: the store, the live bus, the configured hosts and their collectors."""
+"""What the web app serves from: the store, the live bus, and the hosts' registries.
+
+The registries (the config, and the collectors and restart controllers built from it) are one frozen
+value, `Registries`, that a reload replaces whole with one assignment (app/build.py builds it, at
+start and on reload). A reader that takes `services.registries` once sees the old set or the new
+one, never a mix; the mappings in it are read-only views, so nobody can edit a set in place.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
 from kvwatch.app.bus import EventBus
@@ -24,16 +33,45 @@ class Background(Protocol):
     def stop(self) -> None: ...
 
 
-@dataclass
-class Services:
+@dataclass(frozen=True, slots=True)
+class Registries:
+    """A config and what was built from it for its hosts: a collector for every host this process
+    collects, a controller for every host with a `launch`. Both mappings are frozen copies."""
+
     config: Config
-    store: Store
-    bus: EventBus = field(default_factory=EventBus)
-    collectors: dict[str, HostCollector] = field(default_factory=dict)
-    started_at: float = field(default_factory=time.time)
-    alerts: AlertService | None = None  # set by the app's lifespan (app.alerts.start_alerting)
-    controllers: dict[str, HostController] = field(default_factory=dict)  # hosts with a `launch`
-    background: list[Background] = field(default_factory=list)
+    collectors: Mapping[str, HostCollector] = field(default_factory=dict)
+    controllers: Mapping[str, HostController] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "collectors", MappingProxyType(dict(self.collectors)))
+        object.__setattr__(self, "controllers", MappingProxyType(dict(self.controllers)))
+
+
+class Services:
+    def __init__(self, config: Config, store: Store, bus: EventBus | None = None) -> None:
+        self.store = store
+        self.bus = bus or EventBus()
+        self.registries = Registries(config)  # replaced whole (app/build.py), never edited
+        self.started_at = time.time()
+        self.alerts: AlertService | None = None  # set by the app's lifespan (app.alerts.start_alerting)
+        self.background: list[Background] = []
+
+    @property
+    def config(self) -> Config:
+        return self.registries.config
+
+    @config.setter
+    def config(self, config: Config) -> None:
+        self.registries = dataclasses.replace(self.registries, config=config)
+
+    @property
+    def collectors(self) -> Mapping[str, HostCollector]:
+        return self.registries.collectors
+
+    @property
+    def controllers(self) -> Mapping[str, HostController]:
+        """Hosts with a `launch`: what the restart API and the alert mutes read."""
+        return self.registries.controllers
 
     def start_collectors(self) -> None:
         for collector in self.collectors.values():

@@ -2,7 +2,9 @@
 
 Every default rule can be changed for all hosts in a top-level `[alerts.<rule>]` table and for one
 host in `[hosts.alerts.<rule>]`; the host's table wins key by key. Durations are seconds or strings
-such as "90s", "2m", "1h30m". A bad key or value is one ConfigError line naming the field.
+such as "90s", "2m", "1h30m". Each table is a typed model (`AlertsTable`, and one `RuleSettings`
+model a rule, made from its defaults); a bad key or value is one ConfigError line naming the file
+and the field (app/config_tables.py).
 
 Two clocks: rules over log lines (`clock="event"`) measure `for`, `keep_firing_for` and windows in
 log time, so a replayed or sped-up log behaves exactly as the live one; rules about data NOT
@@ -11,20 +13,32 @@ arriving (stale logs, unreachable host) can only be measured on this machine's c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
+from pydantic import BeforeValidator, Field, create_model
+from pydantic_core import PydanticCustomError
+
 from kvwatch.app.config import Config, HostConfig
+from kvwatch.app.config_tables import (
+    Count,
+    Duration,
+    Flag,
+    NotNegative,
+    Percent,
+    Ratio,
+    Table,
+    duration_seconds,
+    invalid,
+    validated,
+)
 from kvwatch.app.errors import ConfigError
 
 Clock = Literal["event", "wall"]
 SEVERITIES = ("page", "warn", "info")
 SERVER_EVENTS = ("retract", "exception", "oom", "watchdog_timeout", "crash", "error")
-DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,27 +100,85 @@ COUNTS = frozenset({"min_count", "min_samples"})
 DURATIONS = frozenset({"debounce", "window", "warmup", "after", "for", "keep_firing_for"})
 
 
+def _severity(value: Any) -> str:
+    if value not in SEVERITIES:
+        invalid(f"expected one of {', '.join(SEVERITIES)}, got {value!r}")
+    return str(value)
+
+
+def _events(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(v in SERVER_EVENTS for v in value):
+        invalid(f"expected a non-empty list of {', '.join(SERVER_EVENTS)}, got {value!r}")
+    return tuple(value)
+
+
+def _rule_table(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        invalid("expected a table of rule settings")
+    return value
+
+
+Severity = Annotated[str, BeforeValidator(_severity)]
+Events = Annotated[tuple[str, ...], BeforeValidator(_events)]
+RuleTable = Annotated[dict[str, Any], BeforeValidator(_rule_table)]
+
+
+def _param_type(key: str) -> Any:
+    if key in DURATIONS:
+        return Duration
+    if key == "events":
+        return Events
+    return Ratio if key in RATIOS else Percent if key in PERCENTS else Count if key in COUNTS else NotNegative
+
+
+class RuleSettings(Table):
+    """A rule's `[alerts.<rule>]` table; each rule's model (SETTINGS) adds the rule's parameters."""
+
+    unknown: ClassVar[str] = ".{key}: unknown setting (allowed: {allowed})"
+
+
+def _settings_model(rule: RuleSpec) -> type[RuleSettings]:
+    """The `[alerts.<rule>]` table of one rule: the common keys, and the rule's own parameters."""
+    fields: dict[str, Any] = {
+        "enabled": (Flag, rule.enabled), "severity": (Severity, rule.severity),
+        "for_": (Duration, Field(rule.for_s, alias="for")), "keep_firing_for": (Duration, rule.keep_firing_for_s),
+    }
+    fields.update({key: (_param_type(key), value) for key, value in rule.params.items() if key != "metric"})
+    return create_model(f"AlertSettings_{rule.name}", __base__=RuleSettings, **fields)
+
+
+class AlertSwitch(Table):
+    """What `[alerts]` (every host) and `[hosts.alerts]` (one host) hold besides a table per rule."""
+
+    unknown: ClassVar[str] = ".{key}: unknown alert rule (known: {allowed})"
+    enabled: Flag = True
+
+
+_RULE_TABLES: dict[str, Any] = {name: (RuleTable, Field(default_factory=dict)) for name in RULE_NAMES}
+AlertsTable: type[AlertSwitch] = create_model("AlertsTable", __base__=AlertSwitch, **_RULE_TABLES)
+SETTINGS: dict[str, type[RuleSettings]] = {rule.name: _settings_model(rule) for rule in DEFAULT_RULES}
+
+
 def parse_duration(value: Any, field_name: str) -> float:
     """Seconds from a number or a Prometheus-style string ("90s", "2m", "1h30m")."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    if isinstance(value, str) and value and DURATION_RE.sub("", value) == "":
-        return sum(float(n) * UNIT_S[unit] for n, unit in DURATION_RE.findall(value))
-    raise ConfigError(f'{field_name}: expected a duration (seconds, or like "90s", "2m"), got {value!r}')
+    try:
+        return duration_seconds(value)
+    except PydanticCustomError as exc:
+        raise ConfigError(f"{field_name}: {exc.message()}") from None
 
 
 def rules_for_host(config: Config, host: HostConfig) -> tuple[RuleSpec, ...]:
     """The default rules with the config's global and then the host's own `[alerts]` overrides."""
     where = config.path
-    global_table = _alerts_table(config.tables.get("alerts", {}), f"{where}: alerts")
+    global_table = validated(AlertsTable, config.tables.get("alerts", {}), f"{where}: alerts")
     host_label = f"{where}: hosts[{host.name!r}].alerts"
-    host_table = _alerts_table(host.tables.get("alerts", {}), host_label)
-    all_off = not host_table.get("enabled", global_table.get("enabled", True))
+    host_table = validated(AlertsTable, host.tables.get("alerts", {}), host_label)
+    enabled = host_table if "enabled" in host_table.model_fields_set else global_table
     rules = []
     for rule in DEFAULT_RULES:
-        rule = _override(rule, global_table.get(rule.name, {}), f"{where}: alerts.{rule.name}")
-        rule = _override(rule, host_table.get(rule.name, {}), f"{host_label}.{rule.name}")
-        rules.append(replace(rule, enabled=False) if all_off else rule)
+        rule = _override(rule, getattr(global_table, rule.name), f"{where}: alerts.{rule.name}")
+        rule = _override(rule, getattr(host_table, rule.name), f"{host_label}.{rule.name}")
+        rules.append(rule if enabled.enabled else replace(rule, enabled=False))
     return tuple(rules)
 
 
@@ -122,82 +194,24 @@ def validate_alert_config(config: Config) -> None:
     for host in config.hosts:
         rules_for_host(config, host)
     if not config.hosts:
-        _alerts_table(config.tables.get("alerts", {}), f"{config.path}: alerts")
-
-
-def _alerts_table(table: Any, label: str) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{label}: expected a table")
-    for key, value in table.items():
-        if key == "enabled":
-            if not isinstance(value, bool):
-                raise ConfigError(f"{label}.enabled: expected true or false, got {value!r}")
-        elif key not in RULE_NAMES:
-            raise ConfigError(f"{label}.{key}: unknown alert rule (known: enabled, {', '.join(RULE_NAMES)})")
-        elif not isinstance(value, dict):
-            raise ConfigError(f"{label}.{key}: expected a table of rule settings")
-    return table
+        validated(AlertsTable, config.tables.get("alerts", {}), f"{config.path}: alerts")
 
 
 def _override(rule: RuleSpec, table: dict[str, Any], label: str) -> RuleSpec:
-    allowed = (*COMMON_KEYS, *(k for k in rule.params if k != "metric"))
-    params = dict(rule.params)
-    changes: dict[str, Any] = {}
-    for key, value in table.items():
-        name = f"{label}.{key}"
-        if key not in allowed:
-            raise ConfigError(f"{name}: unknown setting (allowed: {', '.join(allowed)})")
-        if key == "enabled":
-            changes["enabled"] = _bool(value, name)
-        elif key == "severity":
-            if value not in SEVERITIES:
-                raise ConfigError(f"{name}: expected one of {', '.join(SEVERITIES)}, got {value!r}")
-            changes["severity"] = value
-        elif key in ("for", "keep_firing_for"):
-            changes[f"{key}_s"] = parse_duration(value, name)
-        else:
-            params[key] = _param(key, value, name)
+    """`rule` with the settings `table` gives (a rule's `[alerts.<rule>]` table) laid over it."""
+    given = validated(SETTINGS[rule.name], table, label).given()
+    changes: dict[str, Any] = {key: given.pop(key) for key in ("enabled", "severity") if key in given}
+    changes.update({f"{key.rstrip('_')}_s": given.pop(key) for key in ("for_", "keep_firing_for") if key in given})
+    params = {**rule.params, **given}
     _check_consistent(params, label)
     return replace(rule, params=params, **changes)
 
 
-def _param(key: str, value: Any, name: str) -> Any:
-    if key in DURATIONS:
-        return parse_duration(value, name)
-    if key == "events":
-        if not isinstance(value, list) or not value or not all(v in SERVER_EVENTS for v in value):
-            raise ConfigError(f"{name}: expected a non-empty list of {', '.join(SERVER_EVENTS)}, got {value!r}")
-        return tuple(value)
-    number = _number(value, name)
-    if key in RATIOS and not 0 <= number <= 1:
-        raise ConfigError(f"{name}: expected a ratio between 0 and 1, got {value!r}")
-    if key in PERCENTS and not 0 < number < 100:
-        raise ConfigError(f"{name}: expected a percentage between 0 and 100, got {value!r}")
-    if key in COUNTS:
-        if not isinstance(value, int) or number < 1:
-            raise ConfigError(f"{name}: expected a whole number >= 1, got {value!r}")
-        return int(value)
-    if number < 0:
-        raise ConfigError(f"{name}: must not be negative, got {value!r}")
-    return number
-
-
 def _check_consistent(params: dict[str, Any], label: str) -> None:
+    """Across settings, and across the global and the host's table: a rule's thresholds in order."""
     if "stay_at" in params and params["stay_at"] > params["fire_at"]:
         raise ConfigError(f"{label}.stay_at: must not be above fire_at ({params['stay_at']} > {params['fire_at']})")
     if "clear_pct" in params and params["clear_pct"] > params["drop_pct"]:
         raise ConfigError(
             f"{label}.clear_pct: must not be above drop_pct ({params['clear_pct']} > {params['drop_pct']})"
         )
-
-
-def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
-    return float(value)
-
-
-def _bool(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{name}: expected true or false, got {value!r}")
-    return value

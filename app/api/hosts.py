@@ -25,8 +25,9 @@ def list_hosts(services: ServicesDep) -> list[dict[str, Any]]:
     hosts are still listed, from what the collectors know, and what only the store knows is null."""
     store = services.store.health()
     out = []
-    for host in services.config.hosts:
-        collector = services.collectors.get(host.name)
+    live = services.registries  # one read: the hosts and their collectors from the same reload
+    for host in live.config.hosts:
+        collector = live.collectors.get(host.name)
         stored: dict[str, Any] = {"metrics": None, "progress": None}
         if store["state"] == "ok":
             try:

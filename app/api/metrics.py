@@ -115,8 +115,9 @@ class KvwatchCollector(Collector):
                     for key, name, text in SOURCE_COUNTERS}
         age = GaugeMetricFamily("kvwatch_source_last_line_age_seconds",
                                 "Seconds since the source's last line", labels=["host", "source"])
-        for host in self.services.config.hosts:
-            collector = self.services.collectors.get(host.name)
+        live = self.services.registries  # one read: the hosts and their collectors from the same reload
+        for host in live.config.hosts:
+            collector = live.collectors.get(host.name)
             health: dict[str, Any] = (
                 # A web-only app (scale-out) reports what the host's collector process wrote to the store.
                 collector.health.as_dict() if collector else stored_health(self.services.store, host.name)

@@ -10,8 +10,9 @@
     GET  /api/hosts/{name}/flags       every flag of the host's sglang, with defaults and choices
 
 Dependencies come from `create_app` through app.state (read by `get_controller_service`):
-    app.state.controllers: dict[str, HostController]   hosts that have a `launch`
-    app.state.api_token: str | None                      [server] token, else env KVWATCH_TOKEN
+    app.state.services.controllers   hosts that have a `launch`, read per request (a reload swaps them);
+                                     an app given `app.state.controllers` (tests) uses those instead
+    app.state.api_token: str | None  [server] token, else env KVWATCH_TOKEN
 No token configured means restarts are refused (401): a mutating endpoint is never open.
 """
 
@@ -19,17 +20,20 @@ from __future__ import annotations
 
 import hmac
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict
+from starlette.datastructures import State
 
 from kvwatch.app.controller.errors import RestartRefused
 from kvwatch.app.controller.restart import HostController
 from kvwatch.app.controller.running import running_flags
 from kvwatch.app.flags.argv import Launch
+from kvwatch.app.services import Services
 from kvwatch.collectors.base import CollectorError
 
 router = APIRouter(tags=["controller"])
@@ -57,7 +61,7 @@ class RestartAccepted(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class ControllerService:
-    controllers: dict[str, HostController]
+    controllers: Mapping[str, HostController]
     token: str | None
 
     def host(self, name: str) -> HostController:
@@ -67,10 +71,19 @@ class ControllerService:
         return controller
 
 
+def live_controllers(state: State) -> Mapping[str, HostController]:
+    """The controllers as of now: set on the app itself, else its services' (one read of the set)."""
+    given: Mapping[str, HostController] | None = getattr(state, "controllers", None)
+    if given is not None:
+        return given
+    services: Services | None = getattr(state, "services", None)
+    return services.controllers if services is not None else {}
+
+
 def get_controller_service(request: Request) -> ControllerService:
     state = request.app.state
     token = getattr(state, "api_token", None) or os.environ.get("KVWATCH_TOKEN") or None
-    return ControllerService(controllers=getattr(state, "controllers", {}), token=token)
+    return ControllerService(controllers=live_controllers(state), token=token)
 
 
 ServiceDep = Annotated[ControllerService, Depends(get_controller_service)]

@@ -6,26 +6,20 @@ person change it for one comparison (`min_steady` on /api/compare).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import ClassVar
 
-from kvwatch.app.alerts.rules import parse_duration
 from kvwatch.app.compare.runstats import DEFAULT_MIN_STEADY_S
 from kvwatch.app.config import Config
-from kvwatch.app.errors import ConfigError
+from kvwatch.app.config_tables import Duration, Table, validated
 
-KEYS = frozenset({"min_steady"})
+
+class CompareTable(Table):
+    unknown: ClassVar[str] = ".{key}: unknown setting (allowed: {allowed})"
+    min_steady: Duration = DEFAULT_MIN_STEADY_S
 
 
 def host_min_steady(config: Config, host: str) -> float:
     """The configured minimum for `host`'s runs, or the default."""
     entry = next((h for h in config.hosts if h.name == host), None)
-    table: Any = {} if entry is None else entry.tables.get("compare", {})
-    label = f"{config.path}: hosts[{host!r}].compare"
-    if not isinstance(table, dict):
-        raise ConfigError(f"{label}: expected a table")
-    unknown = set(table) - KEYS
-    if unknown:
-        raise ConfigError(f"{label}.{sorted(unknown)[0]}: unknown setting (allowed: min_steady)")
-    if "min_steady" not in table:
-        return DEFAULT_MIN_STEADY_S
-    return parse_duration(table["min_steady"], f"{label}.min_steady")
+    table = {} if entry is None else entry.tables.get("compare", {})
+    return validated(CompareTable, table, f"{config.path}: hosts[{host!r}].compare").min_steady

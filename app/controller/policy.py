@@ -34,18 +34,24 @@ Top-level `[presets.<name>]` and `[[vetoes]]` tables (same shape) apply to every
 A request's flags (or a preset's) are laid over the launch flags, so a run's flags are always
 `launch + request`: reproducible, and a change does not silently carry over an older experiment.
 `EXAMPLE_PRESETS` are the three configurations of the tuning campaign this tool was made for.
+Each table is a typed model (`PresetTable`, `VetoTable`, `RestartTable`, on app/config_tables.py), so
+a bad key or value is one ConfigError line naming the file (when known), the table and the field.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
+from pydantic import BeforeValidator, ConfigDict, model_validator
+
+from kvwatch.app.config_tables import Positive, Table, Text, invalid, positive, validated
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.flags.schema import FlagError, FlagValue, Schema
 
@@ -121,90 +127,126 @@ EXAMPLE_PRESETS = (
 EXAMPLE_VETO = Veto("kv-cache-dtype", "fp8*", "the owner ruled out fp8 KV cache: it degrades the model noticeably")
 
 
+class PresetTable(Table):
+    """`[hosts.presets.<name>]` or `[presets.<name>]`."""
+
+    unknown: ClassVar[str] = "unknown key(s) {keys}"
+    flags: dict[str, Any]
+    description: Text = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _has_flags(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("flags"), dict):
+            invalid("expected a `flags` table")
+        return data
+
+
+class VetoTable(Table):
+    """`[[hosts.vetoes]]` or `[[vetoes]]`. Other keys are ignored, as they always were."""
+
+    model_config = ConfigDict(extra="ignore")
+    flag: str
+    reason: Text
+    value: Text = "*"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _has_flag_and_reason(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("flag"), str) or not data.get("reason"):
+            invalid("needs `flag` and `reason` (and `value`, a glob; default any value)")
+        return data
+
+
+def _restarts(value: Any) -> int:
+    return int(positive(value))
+
+
+def _flag_names(value: Any) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(n, str) and n.strip("-") for n in value):
+        invalid("expected a list of flag names")
+    return frozenset(n.removeprefix("--") for n in value)
+
+
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RestartSettings)}
+
+
+class RestartTable(Table):
+    """`[hosts.restart]`; the defaults of `python`, `state_dir` and `log_dir` depend on the host."""
+
+    unknown: ClassVar[str] = "unknown key(s) {keys}"
+    python: Text | None = None
+    flags_schema: Text = "remote"
+    state_dir: Text | None = None
+    log_dir: Text | None = None
+    stop_timeout: Positive = _DEFAULTS["stop_timeout"]
+    ready_timeout: Positive = _DEFAULTS["ready_timeout"]
+    poll_interval: Positive = _DEFAULTS["poll_interval"]
+    max_restarts: Annotated[int, BeforeValidator(_restarts)] = _DEFAULTS["max_restarts"]
+    restart_window: Positive = _DEFAULTS["restart_window"]
+    allow_flags: Annotated[frozenset[str], BeforeValidator(_flag_names)] = frozenset()
+
+
 def parse_controller_config(
-    host_table: dict[str, Any], shared: dict[str, Any] | None = None
+    host_table: dict[str, Any], shared: dict[str, Any] | None = None, where: str | None = None
 ) -> ControllerConfig | None:
-    """The controller part of one `[[hosts]]` table; None when it has no `launch`. Raises ConfigError.
+    """The controller part of one `[[hosts]]` table; None when it has no `launch`. Raises ConfigError,
+    its line starting with `where` (the file) when given.
 
     `shared` holds the top-level `[presets.<name>]` and `[[vetoes]]` tables, which apply to every host
     (a host's own preset of the same name wins; vetoes add up).
     """
     shared = shared or {}
     name = str(host_table.get("name", "?"))
+    file = f"{where}: " if where else ""
     launch = host_table.get("launch")
     if launch is None:
         if host_table.get("presets") or host_table.get("vetoes"):
-            raise ConfigError(f"hosts.{name}: presets and vetoes need a `launch` command")
+            raise ConfigError(f"{file}hosts.{name}: presets and vetoes need a `launch` command")
         return None
     if not isinstance(launch, str) or not launch.strip():
-        raise ConfigError(f"hosts.{name}.launch: expected a command line string")
-    presets = {**_presets("*", shared.get("presets", {})), **_presets(name, host_table.get("presets", {}))}
-    vetoes = _vetoes("*", shared.get("vetoes", [])) + _vetoes(name, host_table.get("vetoes", []))
+        raise ConfigError(f"{file}hosts.{name}.launch: expected a command line string")
+    presets = {**_presets(file, "*", shared.get("presets", {})), **_presets(file, name, host_table.get("presets", {}))}
+    vetoes = _vetoes(file, "*", shared.get("vetoes", [])) + _vetoes(file, name, host_table.get("vetoes", []))
+    restart = validated(RestartTable, host_table.get("restart", {}), f"{file}hosts.{name}.restart")
     return ControllerConfig(host=name, launch=launch, presets=presets, vetoes=vetoes,
-                            restart=_restart(name, host_table, launch), allow_flags=_allow_flags(name, host_table))
+                            restart=_restart(name, host_table, launch, restart), allow_flags=restart.allow_flags)
 
 
-def _presets(host: str, table: object) -> dict[str, Preset]:
+def _presets(file: str, host: str, table: object) -> dict[str, Preset]:
     if not isinstance(table, dict):
-        raise ConfigError(f"hosts.{host}.presets: expected tables [hosts.presets.<name>]")
+        raise ConfigError(f"{file}hosts.{host}.presets: expected tables [hosts.presets.<name>]")
     presets = {}
     for name, body in table.items():
-        where = f"hosts.{host}.presets.{name}" if host != "*" else f"presets.{name}"
-        if not isinstance(body, dict) or not isinstance(body.get("flags"), dict):
-            raise ConfigError(f"{where}: expected a `flags` table")
-        unknown = set(body) - {"flags", "description"}
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-        presets[name] = Preset(name, dict(body["flags"]), str(body.get("description", "")))
+        label = f"{file}hosts.{host}.presets.{name}" if host != "*" else f"{file}presets.{name}"
+        preset = validated(PresetTable, body, label)
+        presets[name] = Preset(name, dict(preset.flags), preset.description)
     return presets
 
 
-def _vetoes(host: str, items: object) -> tuple[Veto, ...]:
+def _vetoes(file: str, host: str, items: object) -> tuple[Veto, ...]:
     if not isinstance(items, list):
-        raise ConfigError(f"hosts.{host}.vetoes: expected [[hosts.vetoes]] entries")
+        raise ConfigError(f"{file}hosts.{host}.vetoes: expected [[hosts.vetoes]] entries")
     vetoes = []
     for index, item in enumerate(items):
-        where = f"hosts.{host}.vetoes[{index}]" if host != "*" else f"vetoes[{index}]"
-        if not isinstance(item, dict) or not isinstance(item.get("flag"), str) or not item.get("reason"):
-            raise ConfigError(f"{where}: needs `flag` and `reason` (and `value`, a glob; default any value)")
-        vetoes.append(Veto(item["flag"].removeprefix("--"), str(item.get("value", "*")), str(item["reason"])))
+        label = f"{file}hosts.{host}.vetoes[{index}]" if host != "*" else f"{file}vetoes[{index}]"
+        veto = validated(VetoTable, item, label)
+        vetoes.append(Veto(veto.flag.removeprefix("--"), veto.value, veto.reason))
     return tuple(vetoes)
 
 
-def _restart(host: str, host_table: dict[str, Any], launch: str) -> RestartSettings:
-    table = host_table.get("restart", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"hosts.{host}.restart: expected a table")
-    known = set(RestartSettings.__dataclass_fields__) | {"allow_flags"}
-    unknown = set(table) - known
-    if unknown:
-        raise ConfigError(f"hosts.{host}.restart: unknown key(s) {', '.join(sorted(unknown))}")
-    state_dir = str(table.get("state_dir", f"~/.kvwatch/{host}"))
+def _restart(host: str, host_table: dict[str, Any], launch: str, table: RestartTable) -> RestartSettings:
+    """The settings with the host's own defaults: the launch's python, and paths named after the host."""
+    state_dir = f"~/.kvwatch/{host}" if table.state_dir is None else table.state_dir
     server_log = host_table.get("server_log")
-    log_dir = str(table.get("log_dir", posixpath.dirname(server_log) if server_log else f"{state_dir}/logs"))
-    values: dict[str, Any] = {"python": table.get("python", _launch_python(launch)),
-                              "flags_schema": str(table.get("flags_schema", "remote")),
-                              "state_dir": state_dir, "log_dir": log_dir}
-    for key in ("stop_timeout", "ready_timeout", "poll_interval", "restart_window"):
-        if key in table:
-            values[key] = _positive(f"hosts.{host}.restart.{key}", table[key])
-    if "max_restarts" in table:
-        values["max_restarts"] = int(_positive(f"hosts.{host}.restart.max_restarts", table["max_restarts"]))
-    return RestartSettings(**values)
-
-
-def _allow_flags(host: str, host_table: dict[str, Any]) -> frozenset[str]:
-    table = host_table.get("restart", {})
-    names = table.get("allow_flags", []) if isinstance(table, dict) else []
-    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip("-") for n in names):
-        raise ConfigError(f"hosts.{host}.restart.allow_flags: expected a list of flag names")
-    return frozenset(n.removeprefix("--") for n in names)
-
-
-def _positive(where: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"{where}: expected a positive number, got {value!r}")
-    return float(value)
+    log_dir = table.log_dir
+    if log_dir is None:
+        log_dir = posixpath.dirname(server_log) if server_log else f"{state_dir}/logs"
+    timing = table.model_dump(include={"stop_timeout", "ready_timeout", "poll_interval", "max_restarts",
+                                       "restart_window"})
+    python = _launch_python(launch) if table.python is None else table.python
+    return RestartSettings(python=python, flags_schema=table.flags_schema,
+                           state_dir=state_dir, log_dir=log_dir, **timing)
 
 
 def _launch_python(launch: str) -> str:

@@ -1,9 +1,9 @@
-"""A config reload's restart controllers: which ones to add, drop or rebuild, and swapping them into
-the live dict (the one `app.state.controllers` is) without yanking a restart that is running.
+"""A config reload's restart controllers: which ones to add, drop or rebuild, and the new set, made
+without yanking a restart that is running.
 
     swap = plan_swap(services.controllers, services.config, config, store)  # ConfigError: nothing changed
     swap.hold()     # ReloadRefused when a controller to replace or drop is restarting its host
-    swap.apply(services.controllers)
+    controllers = swap.apply(services.controllers)   # the new set; app/reload.py swaps it in whole
 
 A busy controller refuses the whole reload rather than deferring its host: a reload stays all or
 nothing, and a restart takes minutes at most, after which the same SIGHUP applies everything.
@@ -12,7 +12,7 @@ nothing, and a restart takes minutes at most, after which the same SIGHUP applie
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kvwatch.app.config import Config, HostConfig
@@ -49,19 +49,20 @@ class ControllerSwap:
             controller.unretire()
         self.held.clear()
 
-    def apply(self, live: MutableMapping[str, HostController]) -> None:
-        """Edit `live` in place, so every holder of the dict (the API, alerting) sees the new set."""
-        for name in self.drop:
-            live.pop(name, None)
+    def apply(self, live: Mapping[str, HostController]) -> dict[str, HostController]:
+        """The set that follows `live` (which is left as it is): the new controllers take over the last
+        operation of those they replace, and the replaced ones let go of their SSH connection."""
+        after = {name: controller for name, controller in live.items() if name not in self.drop}
         for name, controller in self.put.items():
             if name in self.old:
                 controller.succeed(self.old[name])
-            live[name] = controller
+            after[name] = controller
         for controller in self.old.values():
             controller.remote.drop()  # its SSH connection: the new controller opens its own
         if self.drop or self.put:
-            log.info("controllers after the reload: %s (dropped %s, new or rebuilt %s)", sorted(live) or "none",
+            log.info("controllers after the reload: %s (dropped %s, new or rebuilt %s)", sorted(after) or "none",
                      sorted(self.drop) or "none", sorted(self.put) or "none")
+        return after
 
 
 def plan_swap(live: Mapping[str, HostController], running: Config, config: Config, store: Store) -> ControllerSwap:

@@ -1,7 +1,7 @@
 """The controller wired to the rest of kvwatch: the store as AuditSink and RunSink, one HostController
 per host that has a `launch`, each on an SSH connection of its own (`open_transport`).
 
-    app.state.controllers = build_controllers(config, store)     # in create_app
+    controllers = build_controllers(config, store)     # in app/build.py, at start
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def controller_tables(config: Config) -> list[dict[str, Any]]:
 def controller_configs(config: Config) -> dict[str, ControllerConfig]:
     """The parsed controller part of every host with a `launch`. Raises ConfigError on a bad table."""
     shared: dict[str, Any] = {key: config.tables[key] for key in ("presets", "vetoes") if key in config.tables}
-    parsed = (parse_controller_config(table, shared) for table in controller_tables(config))
+    parsed = (parse_controller_config(table, shared, config.path) for table in controller_tables(config))
     return {one.host: one for one in parsed if one is not None}
 
 

@@ -12,7 +12,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kvwatch.app.errors import ConfigError
@@ -79,7 +79,8 @@ def stored_health(store: Store, host: str, now: float | None = None) -> dict[str
 class Heartbeat:
     """Writes every owned host's health every INTERVAL_S seconds, and `stopped` when it stops."""
 
-    def __init__(self, store: Store, collectors: dict[str, HostCollector], interval: float = INTERVAL_S) -> None:
+    def __init__(self, store: Store, collectors: Callable[[], Mapping[str, HostCollector]],
+                 interval: float = INTERVAL_S) -> None:
         self.store = store
         self.collectors = collectors
         self.interval = interval
@@ -97,7 +98,7 @@ class Heartbeat:
 
     def beat(self, final: bool = False) -> None:
         now = time.time()
-        for name, collector in list(self.collectors.items()):  # a reload may change the dict
+        for name, collector in self.collectors().items():  # read anew: a reload swaps the collectors
             health = collector.health_dict()
             if final:
                 health["state"] = "stopped"

@@ -84,7 +84,7 @@ def test_a_reload_rebuilds_only_the_controllers_whose_settings_changed(tmp_path:
         assert (swap.drop, sorted(swap.put), sorted(swap.old)) == (["gpu2"], ["gpu1"], ["gpu1", "gpu2"])
         old = live["gpu1"]
         swap.hold()
-        swap.apply(live)
+        live = swap.apply(live)
         assert list(live) == ["gpu1"] and live["gpu1"] is not old and not live["gpu1"].busy
         assert live["gpu1"].settings.stop_timeout == 9
         with pytest.raises(Busy, match="config was just reloaded"):

@@ -185,7 +185,9 @@ def test_controllers_follow_a_reload_and_a_busy_one_refuses_it(tmp_path: Path, s
         assert set(live) == {"g1"} and restart(url, "g3").status_code == 404
         write_config(path, server, [g3])  # g1 removed, g3 added
         assert reloader.reload()
-        assert services.controllers is live and set(live) == {"g3"}  # the dict the API reads, edited in place
+        # A new set swapped in whole (what the API reads next); the one read before is left as it was.
+        assert services.controllers is not live and set(live) == {"g1"} and set(services.controllers) == {"g3"}
+        live = services.controllers
         controller = live["g3"]
         made.append(controller)
         assert restart(url, "g1").status_code == 404
@@ -196,7 +198,7 @@ def test_controllers_follow_a_reload_and_a_busy_one_refuses_it(tmp_path: Path, s
 
         # While g3 restarts, a reload that leaves its controller alone applies...
         write_config(path, server, [g3], alerts={RULE: {"fire_at": 0.97}})
-        assert reloader.reload() and live["g3"] is controller and controller.busy
+        assert reloader.reload() and services.controllers["g3"] is controller and controller.busy
         # ...and one that would rebuild it is refused as a whole.
         write_config(path, server, [{**g3, "restart": {**g3["restart"], "stop_timeout": 7}}])
         collectors, config = dict(services.collectors), services.config
@@ -204,14 +206,15 @@ def test_controllers_follow_a_reload_and_a_busy_one_refuses_it(tmp_path: Path, s
         assert not reloader.reload()
         refused = [r.getMessage() for r in caplog.records if "reload refused" in r.getMessage()]
         assert len(refused) == 1 and "host 'g3' is restarting" in refused[0], refused
-        assert live["g3"] is controller and services.config is config and services.collectors == collectors
+        assert services.controllers["g3"] is controller and services.config is config
+        assert services.collectors == collectors
         op = controller.wait(120)
         assert op is not None and op.outcome == "ok", op.public() if op else None
 
         # Once it is done, the same file applies: a new controller with the new settings, and the
         # restart panel still shows the last operation.
         assert reloader.reload()
-        rebuilt = live["g3"]
+        rebuilt = services.controllers["g3"]
         made.append(rebuilt)
         assert rebuilt is not controller and rebuilt.settings.stop_timeout == 7
         status = httpx.get(f"{url}/api/hosts/g3/restart", timeout=10).json()
@@ -222,7 +225,7 @@ def test_controllers_follow_a_reload_and_a_busy_one_refuses_it(tmp_path: Path, s
 
         write_config(path, server, [])  # g3 removed too
         assert reloader.reload()
-        assert live == {} and restart(url, "g3").status_code == 404
+        assert services.controllers == {} and restart(url, "g3").status_code == 404
     finally:
         for one in made:  # stop what the restart started, by the host's record
             one.wait(120)
