@@ -62,12 +62,11 @@ def bucket_rows(host: str, samples: Iterable[Sample]) -> list[BucketRow]:
 
 
 def rollup_points(
-    rows: npt.NDArray[np.float64] | list[tuple[float, float, float, float]],
+    table: npt.NDArray[np.float64],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Rows (tmin, vmin, tmax, vmax) in bucket order -> the min and max samples in time order."""
-    if len(rows) == 0:
+    if not len(table):
         return np.empty(0), np.empty(0)
-    table = np.asarray(rows, dtype=np.float64)
     tmin, vmin, tmax, vmax = table.T
     min_first = tmin <= tmax
     first_t = np.where(min_first, tmin, tmax)

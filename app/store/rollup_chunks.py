@@ -25,6 +25,7 @@ BUCKET_COLUMNS = ("bucket", "n", "vsum", "tmin", "vmin", "tmax", "vmax", "tlast"
 BUCKET, N, VSUM, TMIN, VMIN, TMAX, VMAX, TLAST, VLAST = range(len(BUCKET_COLUMNS))
 WIDTH = len(BUCKET_COLUMNS)
 INSERT = "INSERT INTO rollup_chunks (host, metric, rank, width, b0, b1, buckets) VALUES (?, ?, ?, ?, ?, ?, ?)"
+SELECT_CHUNKS = "SELECT buckets FROM rollup_chunks WHERE host = ? AND metric = ? AND rank = ? AND width = ?"
 SELECT_ROWS = ("SELECT bucket, n, vsum, tmin, vmin, tmax, vmax, tlast, vlast FROM samples_rollup"
                " WHERE host = ? AND metric = ? AND rank = ? AND width = ?")
 
@@ -69,7 +70,7 @@ def read_buckets(run: Run, key: tuple[str, str, str], width: int, low: float | N
     """Every bucket of one series and width starting in [low, high] (None: open), rows and chunks
     merged, in bucket order; callers cut the exact edge they need."""
     sql, params = SELECT_ROWS, [*key, width]
-    chunk_sql = "SELECT buckets FROM rollup_chunks WHERE host = ? AND metric = ? AND rank = ? AND width = ?"
+    chunk_sql = SELECT_CHUNKS
     chunk_params = [*key, width]
     if low is not None:
         sql, chunk_sql = sql + " AND bucket >= ?", chunk_sql + " AND b1 >= ?"
@@ -128,8 +129,7 @@ def _best_of_group(group: npt.NDArray[np.intp], score: F64, tie_break: F64 | Non
 def first_bucket(run: Run, key: tuple[str, str, str], width: int) -> tuple[float, float] | None:
     """The (tmin, tmax) of a series' oldest bucket of `width`, rows and chunks alike."""
     row = run(f"{SELECT_ROWS} ORDER BY bucket LIMIT 1", [*key, width])
-    chunk = run("SELECT buckets FROM rollup_chunks WHERE host = ? AND metric = ? AND rank = ? AND width = ?"
-                " ORDER BY b0 LIMIT 1", [*key, width])
+    chunk = run(f"{SELECT_CHUNKS} ORDER BY b0 LIMIT 1", [*key, width])
     parts = [np.asarray(row, dtype=np.float64).reshape(-1, WIDTH)]
     parts += [_table(blob)[:1] for (blob,) in chunk]
     table = merge(parts)

@@ -23,32 +23,55 @@ def test_serving_imports_no_pandas() -> None:
     assert loaded.stdout.strip() == ""
 
 
-LIVE_ONLY = """
+COLLECTING = """
 import sys, time
 from pathlib import Path
 from tests.app.slice_helpers import append_lines, start_services
 root = Path(sys.argv[1])
+
+
+def stored():
+    return len(services.store.series("local", "gen_throughput")[0])
+
+
+def wait_stored(count):
+    deadline = time.monotonic() + 60
+    while stored() < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+"""
+AFTER = """
+count = stored()
+services.stop()
+print(count, "pandas" in sys.modules, "pyarrow" in sys.modules)
+"""
+LIVE_ONLY = COLLECTING + """
 append_lines(root / "server.log", 1, 50)  # a short backlog: the per-line path
 services = start_services(root)
 services.start_collectors()
-deadline = time.monotonic() + 60
-while len(services.store.series("local", "gen_throughput")[0]) < 50 and time.monotonic() < deadline:
-    time.sleep(0.1)
+wait_stored(50)
 append_lines(root / "server.log", 51, 20)  # live lines
-while len(services.store.series("local", "gen_throughput")[0]) < 70 and time.monotonic() < deadline:
-    time.sleep(0.1)
-stored = len(services.store.series("local", "gen_throughput")[0])
-services.stop()
-print(stored, "pandas" in sys.modules, "pyarrow" in sys.modules)
-"""
+wait_stored(70)
+""" + AFTER
+CATCH_UP = COLLECTING + """
+append_lines(root / "server.log", 1, 6000)  # a backlog: the columnar catch-up path (pyarrow)
+services = start_services(root)
+services.start_collectors()
+wait_stored(6000)
+""" + AFTER
+
+
+def collect_in_a_process(script: str, root: Path) -> list[str]:
+    """`script` run in a fresh interpreter: what it printed (stored count, pandas?, pyarrow?)."""
+    done = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()
 
 
 def test_a_process_without_a_backlog_never_loads_pyarrow(tmp_path: Path) -> None:
     """pyarrow (35 MB resident here) is for catching up; a collector resuming where it stopped, with
     live lines only, goes without it (the 64-host footprint of BENCHMARKS.md)."""
-    done = subprocess.run([sys.executable, "-c", LIVE_ONLY, str(tmp_path)], capture_output=True, text=True,
-                          check=True, cwd=ROOT, timeout=120)
-    assert done.stdout.split() == ["70", "False", "False"], done.stderr[-2000:]
+    assert collect_in_a_process(LIVE_ONLY, tmp_path) == ["70", "False", "False"]
 
 
 def test_an_export_still_loads_it_when_asked() -> None:
@@ -57,27 +80,8 @@ def test_an_export_still_loads_it_when_asked() -> None:
     assert loaded.stdout.strip() == "True"
 
 
-CATCH_UP = """
-import sys, time
-from pathlib import Path
-from tests.app.slice_helpers import append_lines, start_services
-root = Path(sys.argv[1])
-append_lines(root / "server.log", 1, 6000)  # a backlog: the columnar catch-up path (pyarrow)
-services = start_services(root)
-services.start_collectors()
-deadline = time.monotonic() + 60
-while len(services.store.series("local", "gen_throughput")[0]) < 6000 and time.monotonic() < deadline:
-    time.sleep(0.1)
-stored = len(services.store.series("local", "gen_throughput")[0])
-services.stop()
-print(stored, "pandas" in sys.modules, "pyarrow" in sys.modules)
-"""
-
-
 def test_a_catch_up_stores_its_backlog_without_pandas(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", CATCH_UP, str(tmp_path)], capture_output=True, text=True,
-                          check=True, cwd=ROOT, timeout=120)
-    assert done.stdout.split() == ["6000", "False", "True"], done.stderr[-2000:]
+    assert collect_in_a_process(CATCH_UP, tmp_path) == ["6000", "False", "True"]
 
 
 def test_the_host_collector_imports_neither_fastapi_nor_pyarrow() -> None:
