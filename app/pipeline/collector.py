@@ -60,8 +60,8 @@ class HostCollector:
     def health_dict(self) -> dict[str, Any]:
         """Health as /api/hosts and the heartbeat show it, with what the pipeline's bounds dropped and
         the stamps it quarantined (app/pipeline/watermark.py)."""
-        builder = self.sink.builder
-        return {**self.health.as_dict(), "dropped": builder.bounds.as_dict(), "stamps": builder.stamps.as_dict()}
+        live = self.sink.live
+        return {**self.health.as_dict(), "dropped": live.bounds.as_dict(), "stamps": live.stamps.as_dict()}
 
     @property
     def interval(self) -> float:
