@@ -59,7 +59,7 @@ MYPY_ROOT := $(VENV)/mypy-root/kvwatch
 # PostgreSQL or promtool (tests/conftest.py marks tests by the components their fixtures start), and
 # none of the tests that run a whole demo. `make test` stays the full suite CI runs.
 CHECK_PATHS := tests/parsers tests/catalog tests/api tests/compare tests/diagnosis tests/terminal tests/alerts \
-	tests/store tests/test_layout.py tests/app/test_stamps.py tests/app/test_catchup_rate.py \
+	tests/store tests/test_layout.py tests/app/test_stamps.py tests/app/test_catchup_rate.py tests/app/test_live_rows.py \
 	tests/collectors/test_clock_infer.py
 CHECK_SLOW := tests/terminal/test_against_the_demo.py tests/diagnosis/test_diagnosis_demo.py \
 	tests/compare/test_simulated_story.py

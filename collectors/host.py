@@ -1,7 +1,7 @@
 """One thread per host: connect, follow every file, sample GPUs and /metrics, deliver to a sink.
 
-This is the loop `kvwatch serve`/`collect`/`demo` run (app/pipeline/collector.py gives it a sink that
-parses and stores); the collector tests give it a sink that keeps raw lines, so what they prove
+This is the loop `kvwatch serve`/`collect`/`demo` run (app/pipeline/collector.py builds it with a sink
+that parses and stores); the collector tests give it a sink that keeps raw lines, so what they prove
 about loss and duplicates holds for the app.
 
 A host's failures stay in its own thread (a hung or unreachable host never delays another): errors

@@ -1,15 +1,14 @@
-"""Lines of one followed file (or one GPU/metrics read) into a store batch: parse, rows, aggregate."""
+"""Lines of one followed file (or one GPU/metrics read) into a store batch: parse, then the live path
+(app/pipeline/live.py) line by line, or the columnar path (app/pipeline/columns.py) for a backlog."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
 
-from kvwatch.app.pipeline.bounds import HostBounds
 from kvwatch.app.pipeline.catchup import BULK_LINES
-from kvwatch.app.pipeline.rows import RankAggregator, record_rows
+from kvwatch.app.pipeline.live import LiveState, Rows, live_rows, with_host_samples
 from kvwatch.app.pipeline.stamps import SourceClock
-from kvwatch.app.pipeline.watermark import StampGuard
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.tail_state import TailState
@@ -25,13 +24,12 @@ def parser_for(source: str) -> LineParser | None:
 
 
 class BatchBuilder:
-    """Per host: one aggregator, so a host series combines every rank's (or output file's) latest value."""
+    """Batches of one host. `live`: the host's state across batches (one aggregator, so a host series
+    combines every rank's or output file's latest value); the sink passes its own, a test may not."""
 
-    def __init__(self, host: str, bounds: HostBounds | None = None) -> None:
+    def __init__(self, host: str, live: LiveState | None = None) -> None:
         self.host = host
-        self.aggregator = RankAggregator()
-        self.bounds = bounds or HostBounds()
-        self.stamps = StampGuard()
+        self.live = live or LiveState()
 
     def from_lines(self, source: str, path: str, parser: LineParser | None, lines: list[Line],
                    state: TailState | None, clock: SourceClock | None = None) -> tuple[Batch, int, int]:
@@ -50,38 +48,30 @@ class BatchBuilder:
         if len(lines) >= BULK_LINES:  # a backlog: columns, combined over the batch at once
             from kvwatch.app.pipeline.columns import bulk_batch  # pyarrow: imported for a first backlog
 
-            count = bulk_batch(batch, parser, lines, self.bounds, self.aggregator, clock, now)
+            count = bulk_batch(batch, parser, lines, self.live, clock, now)
             return batch, count, parser.health.unparsed - before
         count = 0
-        for line in self.bounds.lines(lines):
+        for line in self.live.bounds.lines(lines):
             records = parser.feed(line.line_no, line.text)
             if records:
                 appeared = clock.appeared_at(line.offset, now) if clock else now
                 if clock is not None and clock.is_live(line.offset):
                     clock.follow_live(records, now)
-                self.add_records(batch, records, now=appeared, clock=clock)
+                _extend(batch, live_rows(records, self.live, source, path, now=appeared, clock=clock))
                 count += len(records)
         return batch, count, parser.health.unparsed - before
 
     def from_records(self, source: str, path: str, records: Iterable[Record], prefix: str = "",
                      clock: SourceClock | None = None) -> Batch:
         batch = Batch(self.host, source, path)
-        self.add_records(batch, records, prefix, clock=clock)
+        _extend(batch, live_rows(records, self.live, source, path, clock=clock, prefix=prefix))
         return batch
 
-    def add_records(self, batch: Batch, records: Iterable[Record], prefix: str = "", now: float | None = None,
-                    clock: SourceClock | None = None) -> None:
-        for record in records:
-            samples, events = record_rows(self.bounds.record(record), now, clock)
-            read_at = now if now is not None else time.time()
-            samples, events = self.stamps.filter(batch.source, batch.path, int(record.get("line", 0) or 0),
-                                                 samples, events, read_at)
-            if prefix:
-                samples = [s._replace(metric=prefix + s.metric) for s in samples]
-            self.add_samples(batch, samples)
-            batch.events.extend(events)
-
     def add_samples(self, batch: Batch, samples: list[Sample]) -> None:
-        kept = self.bounds.samples(samples)
-        batch.samples.extend(kept)
-        batch.samples.extend(self.bounds.samples(self.aggregator.host_samples(kept)))
+        """Samples made outside a parser (an output file's line count) with the host values they give."""
+        batch.samples.extend(with_host_samples(samples, self.live))
+
+
+def _extend(batch: Batch, rows: Rows) -> None:
+    batch.samples.extend(rows.samples)
+    batch.events.extend(rows.events)

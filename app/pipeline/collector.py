@@ -1,8 +1,8 @@
 """A host as `kvwatch serve`/`collect`/`demo` collect it: the one host loop with the store sink.
 
-The loop is `collectors.host.HostFollower` (connect, back off, follow files, GPUs, /metrics; one
-thread per host, so a failing host only affects its own thread). This module says what to follow
-for a configured host and wires the loop to `StoreSink` (parse, commit with offsets, publish).
+`HostCollector` is `collectors.host.HostFollower` (connect, back off, follow files, GPUs, /metrics;
+one thread per host, so a failing host only affects its own thread) built from a configured host:
+what to follow, how often, and `StoreSink` (parse, commit with offsets, publish) as its sink.
 """
 
 from __future__ import annotations
@@ -33,7 +33,11 @@ GPU_EVERY_S = 5.0
 DISCOVER_EVERY_S = 5.0
 
 
-class HostCollector:
+class HostCollector(HostFollower):
+    """The host loop with the store sink, its health published on the bus as it changes."""
+
+    sink: StoreSink
+
     def __init__(
         self,
         host: HostConfig,
@@ -46,39 +50,31 @@ class HostCollector:
         self.host = host
         self.store = store
         self.bus = bus
-        self.sink = StoreSink(host.name, store, bus, timezone=host.timezone)
         options = HostOptions(poll_interval=interval, glob_interval=DISCOVER_EVERY_S, gpu=host.gpu,
                               metrics_port=host.metrics_port, metrics_interval=METRICS_EVERY_S,
                               gpu_interval=GPU_EVERY_S)
-        self.follower = HostFollower(host.name, lambda: open_transport(host), host_sources(host), self.sink,
-                                     options, backoff, on_health=self._publish_health)
-
-    @property
-    def health(self) -> HostHealth:
-        return self.follower.health
+        super().__init__(host.name, lambda: open_transport(host), host_sources(host),
+                         StoreSink(host.name, store, bus, timezone=host.timezone), options, backoff,
+                         on_health=self._publish_health)
 
     def health_dict(self) -> dict[str, Any]:
         """Health as /api/hosts and the heartbeat show it, with what the pipeline's bounds dropped and
         the stamps it quarantined (app/pipeline/watermark.py)."""
-        builder = self.sink.builder
-        return {**self.health.as_dict(), "dropped": builder.bounds.as_dict(), "stamps": builder.stamps.as_dict()}
+        live = self.sink.live
+        return {**self.health.as_dict(), "dropped": live.bounds.as_dict(), "stamps": live.stamps.as_dict()}
 
     @property
     def interval(self) -> float:
-        return self.follower.options.poll_interval
+        return self.options.poll_interval
 
     @interval.setter
     def interval(self, seconds: float) -> None:
-        self.follower.options = dataclasses.replace(self.follower.options, poll_interval=seconds)
-
-    def start(self) -> None:
-        self.follower.start()
-
-    def is_alive(self) -> bool:
-        return self.follower.is_alive()
+        self.options = dataclasses.replace(self.options, poll_interval=seconds)
 
     def stop(self, timeout: float = 5.0) -> None:
-        self.follower.stop(timeout)
+        # The app stops its collectors one after another (shutdown, reload): a hung host holds that
+        # up for 5 s, not the bare loop's 10.
+        super().stop(timeout)
 
     def _publish_health(self, health: HostHealth) -> None:
         self.bus.publish("host", {"host": self.host.name, **health.as_dict()})

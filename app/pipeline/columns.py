@@ -20,6 +20,7 @@ from kvwatch.app.lean_pyarrow import pyarrow_without_pandas
 from kvwatch.app.pipeline.bounds import HostBounds
 from kvwatch.app.pipeline.catchup import BULK_LINES
 from kvwatch.app.pipeline.combine_bulk import PartSeries, combine_batch
+from kvwatch.app.pipeline.live import LiveState
 from kvwatch.app.pipeline.rows import (
     NOT_SERIES,
     PROGRESS_METRICS,
@@ -134,15 +135,16 @@ class ColumnBuilder:
         return out
 
 
-def bulk_batch(batch: Batch, parser: LineParser, lines: list[Line], bounds: HostBounds,
-               aggregator: RankAggregator, clock: SourceClock | None, now: float) -> int:
-    """Fill `batch` (columns and events) from a backlog's lines; returns the number of records."""
-    builder = ColumnBuilder(bounds)
-    kept = bounds.lines(lines)
+def bulk_batch(batch: Batch, parser: LineParser, lines: list[Line], live: LiveState,
+               clock: SourceClock | None, now: float) -> int:
+    """Fill `batch` (columns and events) from a backlog's lines; returns the number of records.
+    `live`: the host's bounds and aggregator, the same the live path (app/pipeline/live.py) uses."""
+    builder = ColumnBuilder(live.bounds)
+    kept = live.bounds.lines(lines)
     count = 0
     for start in range(0, len(kept), PARSE_SLICE):  # parsed a slice at a time: bounded intermediates
         count += _parse_slice(batch, builder, parser, kept[start:start + PARSE_SLICE], clock, now)
-    batch.columns.extend(builder.columns(aggregator))
+    batch.columns.extend(builder.columns(live.aggregator))
     return count
 
 

@@ -17,6 +17,7 @@ from kvwatch.app.bus import EventBus
 from kvwatch.app.pipeline.batches import METRICS_PREFIX, BatchBuilder, parser_for
 from kvwatch.app.pipeline.catchup import mark_catch_up
 from kvwatch.app.pipeline.clocks import SourceClocks
+from kvwatch.app.pipeline.live import LiveState
 from kvwatch.app.store.base import Batch, Store
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.clock import FileProbe
@@ -33,7 +34,8 @@ PUBLISH_POINTS = 2000  # per series and backlog batch on the stream; the store h
 class StoreSink:
     def __init__(self, host: str, store: Store, bus: EventBus, timezone: str | None = None) -> None:
         self.host, self.store, self.bus = host, store, bus
-        self.builder = BatchBuilder(host)
+        self.live = LiveState()  # the host's aggregator, bounds and watermarks: health reads them
+        self.builder = BatchBuilder(host, self.live)
         self.clocks = SourceClocks(timezone)
         self._parsers: dict[tuple[str, str], LineParser | None] = {}
         self._gpu_parser = create_parser("nvidia-smi")
@@ -41,7 +43,7 @@ class StoreSink:
     def load_state(self, host: str, kind: str, path: str) -> TailState | None:
         state = TailState.from_dict(self.store.load_state(host, kind, path))
         if kind == "outputs":  # the host's completions add up every output file's line count
-            self.builder.aggregator.seed("completions", path, float(state.line_no if state else 0))
+            self.live.aggregator.seed("completions", path, float(state.line_no if state else 0))
         self._parsers[(kind, path)] = parser_for(kind)
         return state
 

@@ -281,7 +281,7 @@ def test_skew_that_appears_during_a_connection_is_measured_again_and_taken_off(
     log = tmp_path / "server.log"
     log.write_text("")
     services = build_services(host_config(tmp_path, shanghai))
-    follower = services.collectors["gpu1"].follower
+    follower = services.collectors["gpu1"]
     follower.options = dataclasses.replace(follower.options, clock_interval=0.3)
     started(services)
     try:
