@@ -26,6 +26,11 @@ from typing import Any
 
 SUBSCRIBER_QUEUE = 1000
 REPLAY_EVENTS = 20_000
+# The log is bounded by size too: at 64 hosts an event is ~800 bytes of JSON and 20,000 of them held
+# 16 MB, the largest part of a fleet collector's memory (bench/collect_fleet.py). 4 MiB is ~35 s of a
+# 64-host fleet and hours of one host; a page away longer backfills from /api/series.
+REPLAY_BYTES = 4 * 2**20
+EVENT_OVERHEAD_BYTES = 150  # a Published and its str header beside the JSON itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +80,16 @@ class Replay:
 
 
 class EventBus:
-    def __init__(self, replay_events: int | None = None, queue_size: int | None = None) -> None:
+    def __init__(self, replay_events: int | None = None, queue_size: int | None = None,
+                 replay_bytes: int | None = None) -> None:
         # Seconds since the epoch in base 36: a restarted server never reuses an old id's meaning.
         self.epoch = _base36(time.time_ns() // 1_000_000)
         self.queue_size = queue_size or SUBSCRIBER_QUEUE
         self._seq = 0
-        self._log: deque[Published] = deque(maxlen=replay_events or REPLAY_EVENTS)
+        self._log: deque[Published] = deque()
+        self._log_events = replay_events or REPLAY_EVENTS
+        self._log_budget = replay_bytes or REPLAY_BYTES
+        self._log_bytes = 0
         self._subscribers: dict[int, Subscription] = {}
         self._lock = threading.Lock()
 
@@ -105,11 +114,19 @@ class EventBus:
         with self._lock:  # numbering and queueing in one order, whichever thread publishes
             self._seq += 1
             item = Published(self._seq, event, raw, self.epoch)
-            self._log.append(item)
+            self._keep(item)
             closed = [s for s in self._subscribers.values() if not _offer_threadsafe(s, item)]
             for subscription in closed:
                 self._subscribers.pop(id(subscription), None)
         return item
+
+    def _keep(self, item: Published) -> None:
+        """Into the replay log; the oldest events leave while it is over its count or size (the newest
+        stays even alone: a resume from just before it must still work)."""
+        self._log.append(item)
+        self._log_bytes += len(item.raw) + EVENT_OVERHEAD_BYTES
+        while len(self._log) > 1 and (len(self._log) > self._log_events or self._log_bytes > self._log_budget):
+            self._log_bytes -= len(self._log.popleft().raw) + EVENT_OVERHEAD_BYTES
 
     def _replay_after(self, last_event_id: str | None) -> Replay:
         if not last_event_id:

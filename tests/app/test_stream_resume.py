@@ -54,6 +54,20 @@ def test_a_resume_the_log_cannot_serve_says_so() -> None:
     run_apart(scenario)
 
 
+def test_the_log_is_bounded_by_size_and_serves_what_it_still_holds() -> None:
+    async def scenario() -> None:
+        bus = EventBus(replay_events=1000, replay_bytes=5_000)
+        ids = [bus.publish("sample", {"pad": "x" * 900, "n": n}).id for n in range(20)]
+        assert not bus.subscribe(ids[5])[1].complete  # 20 events of ~1 kB do not fit in 5 kB
+        kept = bus.subscribe(ids[-4])[1]
+        assert kept.complete and [json.loads(e.raw)["n"] for e in kept.events] == [17, 18, 19]
+        huge = bus.publish("sample", {"pad": "y" * 50_000})  # over the budget alone: still replayable
+        resumed = bus.subscribe(ids[-1])[1]
+        assert resumed.complete and [e.id for e in resumed.events] == [huge.id]
+
+    run_apart(scenario)
+
+
 def test_a_stalled_subscriber_is_dropped_and_its_queue_stays_bounded() -> None:
     async def scenario() -> None:
         bus = EventBus(queue_size=10)
