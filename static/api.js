@@ -55,9 +55,10 @@ export function fetchSeries(host, metric, { since, until, maxPoints = 2000, rank
   return getJSON(`/api/series?${query}`);
 }
 
-// The metric catalog with `host_metrics`: what each of the host's series combines (how many GPUs).
+// The metric catalog and the page's `charts`; with a host, `host_metrics` too: what each of the
+// host's series combines (how many GPUs).
 export function fetchCatalog(host) {
-  return getJSON(`/api/catalog?${new URLSearchParams({ host })}`);
+  return getJSON(host ? `/api/catalog?${new URLSearchParams({ host })}` : "/api/catalog");
 }
 
 export function fetchRuns(host) {

@@ -314,13 +314,14 @@ function updateLiveBadge() {
   $("back-to-live").hidden = !state.zoom;
 }
 
+// The completion rate is derived by the server, not streamed: fetched from where its line ends.
 const fetchRate = throttle(async () => {
-  const element = $("chart-completions");
-  const since = lastTime(element, 1);
+  const drawn = tracesFor("completion_rate");
+  const since = drawn.length ? lastTime($(drawn[0].panel.id), drawn[0].index) : undefined;
   const series = await watched("completion rate", fetchSeries(state.host, "completion_rate", { since, maxPoints: 500 }));
   if (!series) return;
   if (!state.zoom && series.points.length) {  // drawn like the stream's points, never over a refill
-    queuePoints("chart-completions", 1, series.points);
+    for (const { panel, index } of drawn) queuePoints(panel.id, index, series.points);
     scheduleDraw();
   }
   if (series.eta) state.progress = series.eta;
@@ -600,7 +601,7 @@ const onRun = throttle(() => {
 }, 1000);
 
 async function main() {
-  renderChartSlots($("charts"));
+  const catalog = fetchCatalog();  // the charts to build, fetched beside the hosts
   setupTheme($("theme"));
   setupNotifyButton($("notify"));
   state.banner = createAlertBanner($("alert-banner"), { onChanged: refreshAlerts });
@@ -610,7 +611,9 @@ async function main() {
   renderRangeButtons($("range-picker"), state.range, pickRange);
   const alerts = refreshAlerts();  // the banner does not wait for plotly.js or the charts
   const picker = $("host-picker");
-  state.hosts = await fetchHosts();
+  const [hosts, { charts }] = await Promise.all([fetchHosts(), catalog]);
+  renderChartSlots($("charts"), charts);
+  state.hosts = hosts;
   for (const host of state.hosts) picker.add(new Option(host.name, host.name));
   picker.addEventListener("change", () => pickHost(picker.value));
   $("back-to-live").addEventListener("click", () => {

@@ -70,11 +70,12 @@ export function createChart(element, panel, { series = [], range = null, markers
   const rightAxisShown = panel.traces.some((t) => t.axis === "y2" && !t.hidden);
   const layout = {
     ...theme,
-    title: { text: panel.title, font: { size: 14 }, x: 0.01, xanchor: "left" },
+    title: { text: plainText(panel.title), font: { size: 14 }, x: 0.01, xanchor: "left" },
     // A chart with a line per GPU lists them to the right of the plot: across the top they wrap into
     // rows that cover the lines and the markers' labels.
     margin: { l: 56, r: many ? 200 : rightAxisShown ? 56 : 16, t: 32, b: 32 },
-    yaxis: { ...theme.yaxis, ...(panel.yrange ? { range: panel.yrange, autorange: false } : {}) },
+    yaxis: { ...theme.yaxis, ...(panel.yrange ? { range: panel.yrange, autorange: false } : {}),
+             ...(panel.yFormat ? { tickformat: panel.yFormat, hoverformat: panel.yFormat } : {}) },
     // The right axis shows while a trace on it does (input tok/s starts hidden: no ticks of nothing).
     yaxis2: { overlaying: "y", side: "right", showgrid: false, rangemode: "tozero", color: cssVar(HOST_COLORS[1]),
               visible: rightAxisShown },

@@ -1,30 +1,25 @@
-// The charts of one host, top to bottom: this table is the one place a chart or a chart's metric is
-// declared (the page builds a section per entry, app.js fetches and follows every trace, charts.js draws
-// it). `id` is the section's id and data-testid; a trace's `metric` is /api/series's (app/metrics_catalog
-// says how a host's series combines). Every chart shares one time axis (see app.js).
+// The charts of one host, top to bottom, as the metric catalog declares them (app/metrics_catalog/
+// charts.py, served by /api/catalog as `charts`): the page builds a section per chart, app.js fetches
+// and follows every trace, charts.js draws it. `id` is the section's id and data-testid; a trace's
+// `metric` is /api/series's. Every chart shares one time axis (see app.js).
 import { el } from "./dom.js";
 
-export const PANELS = [
-  { id: "chart-throughput", title: "gen throughput (tok/s)",
-    // Prefill's input tok/s comes in spikes many times gen tok/s: drawn over the gen line they make it
-    // hard to read, so input is off until its legend entry is clicked (then on the right axis).
-    traces: [{ metric: "gen_throughput", name: "gen tok/s" },
-             { metric: "input_throughput", name: "input tok/s (right axis)", axis: "y2", hidden: true }] },
-  { id: "chart-usage", title: "KV token usage", threshold: 0.95, yrange: [0, 1.05],
-    traces: [{ metric: "token_usage", name: "token usage" }] },
-  { id: "chart-requests", title: "requests",
-    traces: [{ metric: "running_req", name: "running" }, { metric: "queue_req", name: "queued" }] },
-  { id: "chart-completions", title: "completions",
-    traces: [{ metric: "completions", name: "done" },
-             { metric: "completion_rate", name: "per second", axis: "y2", derived: true }] },
-  { id: "chart-gpu-util", title: "GPU utilisation (%)", perGpu: "gpu_util_pct",
-    traces: [{ metric: "gpu_util_pct", name: "util %" }, { metric: "gpu_util_pct_max", name: "hottest GPU" }] },
-  { id: "chart-gpu-mem", title: "GPU memory used per GPU (MiB)", perGpu: "gpu_mem_used_mib",
-    traces: [{ metric: "gpu_mem_used_mib", name: "MiB" }] },
-];
+// Filled once by renderChartSlots, in place: the modules that import it keep the same array.
+export const PANELS = [];
 
-// A section for each chart, in the table's order.
-export function renderChartSlots(container) {
+// The served chart in the shape charts.js draws: absent options are undefined, not JSON's null.
+function panelOf(chart) {
+  return {
+    id: chart.id, title: chart.title, yFormat: chart.y_format || undefined,
+    yrange: chart.y_range ?? undefined, threshold: chart.threshold ?? undefined, perGpu: chart.per_gpu ?? undefined,
+    traces: chart.traces.map((trace) => ({ metric: trace.metric, name: trace.name, axis: trace.axis,
+                                           hidden: trace.hidden })),
+  };
+}
+
+// A section for each chart the catalog declares, in its order.
+export function renderChartSlots(container, charts) {
+  PANELS.splice(0, PANELS.length, ...charts.map(panelOf));
   container.replaceChildren(...PANELS.map((panel) => el("section", { class: "chart", id: panel.id,
                                                                      "data-testid": panel.id,
                                                                      "aria-label": panel.title })));

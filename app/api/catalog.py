@@ -1,4 +1,5 @@
-"""GET /api/catalog (read-only): the metric catalog, so the page labels its charts from it.
+"""GET /api/catalog (read-only): the metric catalog and the page's charts, so the page builds and
+labels its charts from it.
 
 `?host=H` adds, per metric the host has stored, what its host series shows (`combine`: rule, parts,
 label such as "sum over 4 DP ranks"), counted from the parts stored for it.
@@ -11,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from kvwatch.app.api.deps import ServicesDep, require_host
-from kvwatch.app.metrics_catalog import CATALOG, describe, info
+from kvwatch.app.metrics_catalog import CATALOG, describe, info, page_charts
 from kvwatch.app.store.base import Store
 
 router = APIRouter(tags=["catalog"])
@@ -20,8 +21,10 @@ router = APIRouter(tags=["catalog"])
 @router.get("/api/catalog")
 def get_catalog(services: ServicesDep, host: str | None = None) -> dict[str, Any]:
     """`metrics`: every catalog entry (name, unit, label, chart, over_ranks, over_gpus, weight,
-    extras, drops_silent, base); with `host`, `host_metrics`: each stored metric's `combine`."""
-    out: dict[str, Any] = {"metrics": [entry.as_dict() for entry in CATALOG.values()]}
+    extras, drops_silent, base); `charts`: the page's charts in order (id, title, unit, y_format,
+    y_range, threshold, per_gpu, traces: metric, name, label, unit, axis, hidden); with `host`,
+    `host_metrics`: each stored metric's `combine`."""
+    out: dict[str, Any] = {"metrics": [entry.as_dict() for entry in CATALOG.values()], "charts": page_charts()}
     if host is not None:
         require_host(services, host)
         out["host"] = host

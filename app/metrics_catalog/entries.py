@@ -1,6 +1,6 @@
-"""The metric catalog: what each stored series is, in which unit, on which chart, and how a host's
-value combines its parts (DP ranks, GPUs, output files). Every layer reads it from here: the
-pipeline's aggregation, /api/series, /api/catalog, /metrics, export and compare.
+"""The metric catalog: what each stored series is, in which unit, and how a host's value combines
+its parts (DP ranks, GPUs, output files); which chart draws it is charts.py's. Every layer reads it
+from here: the pipeline's aggregation, /api/series, /api/catalog, /metrics, export and compare.
 
 Rules (issue #16): counts and rates sum; usage is the fullest rank's (max); acceptance length and
 acceptance rates are means, weighted by the rank's running requests where it logs them; GPU
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from kvwatch.app.metrics_catalog.charts import chart_of
 
 Rule = Literal["sum", "max", "mean", "weighted_mean"]
 RULES: tuple[Rule, ...] = ("sum", "max", "mean", "weighted_mean")
@@ -30,7 +32,6 @@ class MetricInfo:
     name: str
     unit: str
     label: str
-    chart: str | None  # the page's panel id, None: not drawn
     over_ranks: Rule  # DP ranks and output files
     over_gpus: Rule
     weight: str | None = None  # the part's metric that weighs a weighted mean (its latest value)
@@ -42,17 +43,23 @@ class MetricInfo:
     known: bool = True  # False: not in the catalog, rule guessed from the name
     rank_parts: str = "dp"  # what `over_ranks` combines: DP ranks, or output files ("file")
 
+    @property
+    def chart(self) -> str | None:
+        """The page's chart that draws it (charts.py's CHARTS), None: not drawn."""
+        return chart_of(self.name)
+
     def rule_for(self, part_kind: str) -> Rule:
         return self.over_gpus if part_kind == "gpu" else self.over_ranks
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["extras"] = [f"{self.name}_{e.suffix}" for e in self.extras]
+        out["chart"] = self.chart
         return out
 
 
-def _e(name: str, unit: str, label: str, rule: Rule, chart: str | None = None, **kw: Any) -> MetricInfo:
-    return MetricInfo(name, unit, label, chart, over_ranks=kw.pop("over_ranks", rule),
+def _e(name: str, unit: str, label: str, rule: Rule, **kw: Any) -> MetricInfo:
+    return MetricInfo(name, unit, label, over_ranks=kw.pop("over_ranks", rule),
                       over_gpus=kw.pop("over_gpus", rule), **kw)
 
 
@@ -61,16 +68,16 @@ _PER_GPU_HOT = (Extra("max", "max"),)
 _PER_GPU_TOTAL = (Extra("total", "sum"),)
 
 _ENTRIES: tuple[MetricInfo, ...] = (
-    _e("token_usage", "ratio", "KV token usage", "max", "chart-usage"),
+    _e("token_usage", "ratio", "KV token usage", "max"),
     _e("full_token_usage", "ratio", "full-attention token usage", "max"),
     _e("mamba_usage", "ratio", "mamba state usage", "max"),
     _e("pre_allocated_usage", "ratio", "pre-allocated usage", "max"),
     _e("cpu_token_usage", "ratio", "CPU KV token usage", "max"),
-    _e("running_req", "requests", "running requests", "sum", "chart-requests"),
-    _e("queue_req", "requests", "queued requests", "sum", "chart-requests"),
+    _e("running_req", "requests", "running requests", "sum"),
+    _e("queue_req", "requests", "queued requests", "sum"),
     _e("swapped_req", "requests", "swapped requests", "sum"),
-    _e("gen_throughput", "tokens/s", "gen throughput", "sum", "chart-throughput"),
-    _e("input_throughput", "tokens/s", "input throughput", "sum", "chart-throughput"),
+    _e("gen_throughput", "tokens/s", "gen throughput", "sum"),
+    _e("input_throughput", "tokens/s", "input throughput", "sum"),
     _e("token", "tokens", "KV tokens in use", "sum"),
     _e("full_token", "tokens", "full-attention tokens in use", "sum"),
     _e("new_seq", "requests", "admitted requests (prefill #new-seq)", "sum"),
@@ -80,15 +87,15 @@ _ENTRIES: tuple[MetricInfo, ...] = (
     _e("block_accept_len", "tokens/step", "block acceptance length", "weighted_mean", **_ACCEPT),
     _e("accept_rate", "ratio", "speculative acceptance rate", "weighted_mean", **_ACCEPT),
     _e("prefix_cache_hit_rate", "ratio", "prefix cache hit rate", "mean"),
-    _e("completions", "requests", "completions (output file lines)", "sum", "chart-completions",
+    _e("completions", "requests", "completions (output file lines)", "sum",
        drops_silent=False, rank_parts="file"),
-    _e("completion_rate", "1/s", "completions per second", "sum", "chart-completions", drops_silent=False,
+    _e("completion_rate", "1/s", "completions per second", "sum", drops_silent=False,
        rank_parts="file"),
     _e("client_done", "requests", "client progress: done", "sum", drops_silent=False),
     _e("client_total", "requests", "client progress: total", "sum", drops_silent=False),
-    _e("gpu_util_pct", "%", "GPU utilisation", "mean", "chart-gpu-util", extras=_PER_GPU_HOT),
+    _e("gpu_util_pct", "%", "GPU utilisation", "mean", extras=_PER_GPU_HOT),
     _e("gpu_temp_c", "°C", "GPU temperature", "mean", extras=_PER_GPU_HOT),
-    _e("gpu_mem_used_mib", "MiB", "GPU memory used (per GPU)", "max", "chart-gpu-mem", extras=_PER_GPU_TOTAL),
+    _e("gpu_mem_used_mib", "MiB", "GPU memory used (per GPU)", "max", extras=_PER_GPU_TOTAL),
     _e("gpu_mem_total_mib", "MiB", "GPU memory (per GPU)", "max", extras=_PER_GPU_TOTAL),
     _e("gpu_power_w", "W", "GPU power draw", "sum"),
 )
@@ -101,8 +108,7 @@ def _with_extras(entries: tuple[MetricInfo, ...]) -> dict[str, MetricInfo]:
         for extra in entry.extras:
             name = f"{entry.name}_{extra.suffix}"
             label = f"{entry.label.removesuffix(' (per GPU)')}, {_EXTRA_LABELS[extra.suffix]}"
-            chart = entry.chart if extra.suffix == "max" else None
-            out[name] = MetricInfo(name, entry.unit, label, chart, extra.rule, extra.rule, base=entry.name)
+            out[name] = MetricInfo(name, entry.unit, label, extra.rule, extra.rule, base=entry.name)
     return out
 
 
@@ -121,4 +127,4 @@ def info(metric: str) -> MetricInfo:
         rule = "max"
     elif metric.endswith(GUESS_MEAN_SUFFIXES) or metric.startswith("gpu_"):
         rule = "mean"
-    return MetricInfo(metric, "", metric.replace("_", " "), None, rule, rule, known=False)
+    return MetricInfo(metric, "", metric.replace("_", " "), rule, rule, known=False)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from kvwatch.app.pipeline.batches import BatchBuilder
 from kvwatch.app.report.data import Window, gather
 from kvwatch.app.services import Services
 from kvwatch.app.store import Batch, Sample
+from tests.catalog.grown_charts import NEW_CHART, grow_charts
 
 
 def ingest(services: Services, source: str, samples: list[Sample], host: str = "gpu1") -> None:
@@ -103,6 +105,28 @@ def test_catalog_endpoint_serves_entries_and_host_labels(client: TestClient, ser
     hosted = client.get("/api/catalog", params={"host": "gpu1"}).json()
     assert hosted["host_metrics"]["queue_req"]["label"] == "sum over 2 DP ranks"
     assert client.get("/api/catalog", params={"host": "nope"}).status_code == 404
+
+
+def test_catalog_endpoint_gives_the_page_its_charts(client: TestClient) -> None:
+    body = client.get("/api/catalog").json()
+    assert [c["id"] for c in body["charts"]] == ["chart-throughput", "chart-usage", "chart-requests",
+                                                   "chart-completions", "chart-gpu-util", "chart-gpu-mem"]
+    util = body["charts"][4]
+    assert util["per_gpu"] == "gpu_util_pct"
+    assert [(t["metric"], t["name"], t["unit"]) for t in util["traces"]] == [
+        ("gpu_util_pct", "util %", "%"), ("gpu_util_pct_max", "hottest GPU", "%")]
+    assert client.get("/api/catalog", params={"host": "gpu1"}).json()["charts"] == body["charts"]
+
+
+def test_a_chart_added_to_the_table_is_served(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    grow_charts(monkeypatch)
+    body = client.get("/api/catalog").json()
+    charts = {c["id"]: c for c in body["charts"]}
+    assert list(charts)[-1] == NEW_CHART.id and charts[NEW_CHART.id]["title"] == "GPU temperature (°C)"
+    assert [t["name"] for t in charts[NEW_CHART.id]["traces"]] == ["GPU temperature", "hottest GPU"]
+    assert [t["name"] for t in charts["chart-requests"]["traces"]] == ["running", "queued", "swapped"]
+    entries = {e["name"]: e for e in body["metrics"]}
+    assert entries["swapped_req"]["chart"] == "chart-requests" and entries["gpu_temp_c"]["chart"] == NEW_CHART.id
 
 
 def test_metrics_and_export_label_from_the_catalog(client: TestClient, services: Services) -> None:

@@ -13,7 +13,7 @@ from tests.browser.world import ScriptedRun
 from tests.fixtures.web import block_outside_requests, wait_settled
 
 pytestmark = pytest.mark.browser
-TRACES = 10  # the six charts' traces (static/panels.js, hottest GPU included), one /api/series request each
+TRACES = 10  # the six charts' traces (the catalog's CHARTS, hottest GPU included), one /api/series request each
 SERIES_DONE = ("performance.getEntriesByType('resource')"
                f".filter((r) => r.name.includes('/api/series?')).length >= {TRACES}")
 

@@ -1,0 +1,90 @@
+"""The page draws the charts the catalog declares (app/metrics_catalog/charts.py through /api/catalog),
+in Chromium: a section per chart in the table's order, its title, a trace per declared metric with its
+legend name (plus what the host series combines), a thin line per GPU on a per-GPU chart, the right
+axis and the hidden-until-clicked traces. With a grown table (a metric added to a chart, a new chart)
+the page draws that too, with no change to static/."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvwatch.app.main import create_app
+from kvwatch.app.metrics_catalog import page_charts
+from kvwatch.app.runner import build_services
+from kvwatch.app.store.base import Batch, Sample
+from tests.browser.world import ScriptedRun
+from tests.catalog.grown_charts import NEW_CHART, grow_charts
+from tests.fixtures.web import open_dashboard
+
+pytestmark = pytest.mark.browser
+GPUS = 4
+DRAWN = """() => [...document.querySelectorAll('#charts > section')].map((s) => ({
+  id: s.id, title: s.layout.title.text, names: s.data.map((d) => d.name), axes: s.data.map((d) => d.yaxis),
+  visible: s.data.map((d) => d.visible), widths: s.data.map((d) => d.line.width),
+  threshold: s.layout.shapes.filter((x) => x.name === 'threshold').map((x) => x.y0),
+  yrange: s.layout.yaxis.autorange === false ? s.layout.yaxis.range : null,
+}))"""
+
+
+def commit_gpus(services: Any) -> None:
+    """What the GPU collector commits for GPUS GPUs: each GPU's samples and the host series over them."""
+    samples = []
+    for t in range(int(time.time()) - 60, int(time.time()), 5):
+        for metric, value in (("gpu_util_pct", 80.0), ("gpu_mem_used_mib", 60_000.0), ("gpu_temp_c", 65.0)):
+            samples += [Sample(metric, f"GPU{gpu}", t, value + gpu) for gpu in range(GPUS)]
+            samples.append(Sample(metric, "", t, value + GPUS - 1))
+        samples += [Sample(f"{metric}_max", "", t, value + GPUS - 1) for metric, value in
+                    (("gpu_util_pct", 80.0), ("gpu_temp_c", 65.0))]
+    services.store.commit(Batch("gpu1", "gpu", "nvidia-smi", samples))
+
+
+@pytest.fixture
+def serve(tmp_path: Path, serve_app: Any) -> Any:
+    def start() -> str:
+        run = ScriptedRun(tmp_path)  # its five minutes of history; not started, nothing is appended
+        services = build_services(run.config())
+        commit_gpus(services)
+        return str(serve_app(create_app(services)).url)
+    return start
+
+
+def check_drawn(page: Any, declared: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    drawn = page.evaluate(DRAWN)
+    assert [chart["id"] for chart in drawn] == [chart["id"] for chart in declared]
+    for chart, shown in zip(declared, drawn, strict=True):
+        traces = chart["traces"]
+        parts = [f"GPU{gpu}" for gpu in range(GPUS)] if chart["per_gpu"] else []
+        assert shown["title"] == chart["title"]
+        assert len(shown["names"]) == len(traces) + len(parts), shown
+        for trace, name in zip(traces, shown["names"], strict=False):  # plus "(sum over 2 DP ranks)" with data
+            assert name == trace["name"] or name.startswith(f"{trace['name']} ("), (name, trace)
+        assert shown["names"][len(traces):] == parts and shown["widths"][len(traces):] == [1] * len(parts)
+        assert shown["axes"][:len(traces)] == [trace["axis"] for trace in traces]
+        assert shown["visible"][:len(traces)] == ["legendonly" if t["hidden"] else True for t in traces]
+        assert shown["threshold"] == ([chart["threshold"]] if chart["threshold"] is not None else [])
+        assert shown["yrange"] == chart["y_range"]
+    return {chart["id"]: chart for chart in drawn}
+
+
+def test_the_page_draws_the_charts_the_catalog_declares(serve: Any, page: Any) -> None:
+    outside = open_dashboard(page, serve())
+    drawn = check_drawn(page, page_charts())
+    assert len(drawn) == 6
+    assert drawn["chart-gpu-util"]["names"][:2] == ["util % (mean of 4 GPUs)", "hottest GPU (max of 4 GPUs)"]
+    assert outside == []
+
+
+def test_a_grown_table_is_drawn_with_no_change_to_the_page(serve: Any, page: Any,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    grow_charts(monkeypatch)  # the app is served from this process: it answers with the grown table
+    outside = open_dashboard(page, serve())
+    drawn = check_drawn(page, page_charts())
+    assert list(drawn)[-1] == NEW_CHART.id
+    assert drawn[NEW_CHART.id]["names"] == ["GPU temperature (mean of 4 GPUs)", "hottest GPU (max of 4 GPUs)",
+                                            *[f"GPU{gpu}" for gpu in range(GPUS)]]
+    assert drawn["chart-requests"]["names"][2].startswith("swapped")
+    assert outside == []
