@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -143,6 +144,7 @@ def kvwatch_serve(label: str, code: Path | None, server: Sshd, log: Path, last_t
         proc = subprocess.Popen([sys.executable, "-m", "kvwatch.app", "serve", "--config", str(work / "kvwatch.toml")],
                                 cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=err)
     base = f"http://127.0.0.1:{port}"
+    sampler = RssSampler(proc.pid, t0)
     seen: list[dict[str, object]] = []
     first_points = None
     try:
@@ -159,17 +161,50 @@ def kvwatch_serve(label: str, code: Path | None, server: Sshd, log: Path, last_t
             points = answer["points"] if isinstance(answer, dict) else []
             if points and first_points is None:
                 first_points = time.perf_counter() - t0
-            seen.append(progress_fields(hosts, time.perf_counter() - t0))
+            seen.append({**progress_fields(hosts, time.perf_counter() - t0), "rss_mib": rss_mib(proc.pid)})
             if isinstance(last, dict) and last["points"] and last["points"][-1][0] >= last_t:
                 break
         wall = time.perf_counter() - t0
     finally:
         proc.terminate()
         _, _, usage = os.wait4(proc.pid, 0)
+        sampler.stop()
         shutil.rmtree(work, ignore_errors=True)
     return {"what": label, "s": round(wall, 2), "first_points_s": first_points and round(first_points, 1),
             "peak_rss_mib": round(usage.ru_maxrss / 1024), "load": f"{l0}-{load()}",
-            "progress_seen": seen[:: max(1, len(seen) // 6)]}
+            "progress_seen": seen[:: max(1, len(seen) // 6)],
+            "rss_mib_each_s": [row["rss_mib"] for row in seen],
+            "sampled_peak": {"rss_mib": sampler.peak, "at_s": sampler.peak_at, "history_answered_s": round(wall, 1)}}
+
+
+class RssSampler:
+    """RSS every 20 ms in a thread: when the peak happens (catch-up, or the first wide query)."""
+
+    def __init__(self, pid: int, t0: float) -> None:
+        self.pid, self.t0, self.peak, self.peak_at = pid, t0, 0, 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(0.02):
+            rss = rss_mib(self.pid)
+            if rss is not None and rss > self.peak:
+                self.peak, self.peak_at = rss, round(time.perf_counter() - self.t0, 2)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def rss_mib(pid: int) -> int | None:
+    """The process's resident size now (the peak alone does not say which phase it belongs to)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            kb = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return None
+    return round(kb / 1024)
 
 
 def progress_fields(hosts: object, at: float) -> dict[str, object]:

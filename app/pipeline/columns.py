@@ -44,7 +44,7 @@ __all__ = ["BULK_LINES", "PARSE_SLICE", "bulk_batch"]
 # This module is imported for a process's first backlog. The columnar path hands pyarrow plain lists:
 # its first array would import pandas (~85 MB resident) only to ask whether it was given a pandas object.
 pyarrow_without_pandas()
-PARSE_SLICE = 16_384  # lines parsed together (Arrow arrays of a slice, not of a whole 8 MiB read)
+PARSE_SLICE = 16_384  # lines parsed together (Arrow arrays of a slice, not of a whole 4 MiB read)
 FIELDS_MAX = 1024  # positions: a record's fields are numbered below this (bounds keep 64 + 4)
 F64 = npt.NDArray[np.float64]
 
