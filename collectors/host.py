@@ -17,7 +17,6 @@ rewinds to the last delivered state and the same lines come again on the next ro
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from kvwatch.collectors.health import HOST_KEY_REJECTED, HostHealth, tail_counte
 from kvwatch.collectors.host_clock import host_clock_dict, observe_files, refresh_report, reprobe_host
 from kvwatch.collectors.lines import LineSplitter
 from kvwatch.collectors.metrics import scrape
+from kvwatch.collectors.periodic import Periodic
 from kvwatch.collectors.quarantine import Quarantine
 from kvwatch.collectors.sinks import Sink
 from kvwatch.collectors.tail import UNKNOWN, Tail, Unknown
@@ -81,63 +81,64 @@ class HostFollower:
         self.clock: HostClock | None = None  # the host's zone and skew, read on every connect
         self._delivered: dict[tuple[str, str], TailState | None] = {}
         self._unreadable = Quarantine(self.options.glob_interval)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"kvwatch-host-{name}", daemon=True)
+        self._retry_in = 0.0  # the backoff's delay after the last connection failed: the loop's interval
+        self._loop = Periodic(f"kvwatch-host-{name}", self._connection, lambda: self._retry_in)
 
     def start(self) -> HostFollower:
-        self._thread.start()
+        self._loop.start()
         return self
 
     def is_alive(self) -> bool:
-        return self._thread.is_alive()
+        return self._loop.running
 
     def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        self._loop.stop(timeout)
         self.health.set_state("stopped")
 
     # -- connection life ----------------------------------------------------------------------
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                transport = self.connect()
-            except CollectorError as exc:
-                if not self._back_off(exc):
-                    return
-                continue
-            up_at = time.monotonic()
-            self.health.set_state("up")
-            self.health.next_retry_in = None
-            self.on_health(self.health)
-            try:
-                self._follow(transport)
-            except CollectorError as exc:
-                self.backoff.connected_for(time.monotonic() - up_at)
-                if not self._back_off(exc):
-                    return
-            except Exception as exc:  # a bug must not end collection for days: log it, reconnect
-                log.exception("%s: collection failed unexpectedly", self.name)
-                if not self._back_off(exc):
-                    return
-            finally:
-                transport.close()
+    def _connection(self) -> None:
+        """One tick of the loop: connect and follow until the connection fails, then set the delay
+        before the next try (or stop the loop for a rejected host key)."""
+        try:
+            transport = self.connect()
+        except CollectorError as exc:
+            self._back_off(exc)
+            return
+        except Exception as exc:  # a bug in connecting: the same backoff, never a tight loop
+            log.exception("%s: connecting failed unexpectedly", self.name)
+            self._back_off(exc)
+            return
+        up_at = time.monotonic()
+        self.health.set_state("up")
+        self.health.next_retry_in = None
+        self.on_health(self.health)
+        try:
+            self._follow(transport)
+        except CollectorError as exc:
+            self.backoff.connected_for(time.monotonic() - up_at)
+            self._back_off(exc)
+        except Exception as exc:  # a bug must not end collection for days: log it, reconnect
+            log.exception("%s: collection failed unexpectedly", self.name)
+            self._back_off(exc)
+        finally:
+            transport.close()
 
-    def _back_off(self, exc: Exception) -> bool:
+    def _back_off(self, exc: Exception) -> None:
         delay = self.backoff.next_delay(exc)
         if delay is None:
             # A changed or unknown key is a security event: a person must look, we never retry.
             self.health.set_state("failed", f"{HOST_KEY_REJECTED}: {exc}")
             self.on_health(self.health)
             log.error("%s: %s: %s (not retried: check the host key)", self.name, HOST_KEY_REJECTED, exc)
-            return False
+            self._loop.stop()
+            return
         kind = "authentication refused: " if isinstance(exc, AuthFailed) else ""
         self.health.set_state("reconnecting", f"{kind}{exc}")
         self.health.reconnects += 1
         self.health.next_retry_in = delay
         self.on_health(self.health)
         log.warning("%s: %s%s; retrying in %.1f s", self.name, kind, exc, delay)
-        return not self._stop.wait(delay)
+        self._retry_in = delay
 
     # -- following ----------------------------------------------------------------------------
     def _follow(self, transport: Transport) -> None:
@@ -154,7 +155,7 @@ class HostFollower:
         next_clock = time.monotonic() + self.options.clock_interval
         next_metrics = next_gpu = 0.0
         try:
-            while not self._stop.is_set():
+            while not self._loop.stopping:
                 self._poll_files(transport)
                 if gpu is not None and time.monotonic() >= next_gpu:
                     next_gpu = time.monotonic() + self.options.gpu_interval
@@ -169,7 +170,7 @@ class HostFollower:
                     next_glob = time.monotonic() + self.options.glob_interval
                     watch = self._rediscover(transport, watch)
                 if not watch.wait(self.options.poll_interval) and not watch.active:
-                    self._stop.wait(self.options.poll_interval)
+                    self._loop.wait(self.options.poll_interval)
         finally:
             watch.close()
             if gpu is not None:
@@ -249,7 +250,7 @@ class HostFollower:
             tail.rewind(self._delivered.get(key))
             self.health.last_error = f"store: {exc}"
             log.error("%s: storing %s failed: %s", self.name, key[1], exc)
-            self._stop.wait(self.options.poll_interval)
+            self._loop.wait(self.options.poll_interval)
             return False
         self._delivered[key] = tail.state
         refresh_report(self.sink, self.health, key[0], key[1])

@@ -17,7 +17,6 @@ import json
 import logging
 import queue
 import random
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -27,10 +26,12 @@ from urllib.parse import urlsplit
 
 from kvwatch.app.alerts.engine import Change
 from kvwatch.app.alerts.state import NOTIFIED_STATES
+from kvwatch.app.periodic import Periodic
 from kvwatch.app.store.base import Store
 
 log = logging.getLogger(__name__)
 DELIVERY_DOC = "alert_delivery"
+SEND_EVERY_S = 2.0
 # Sent and failed messages stay in the outbox this long (to look into), then go: the lease holder
 # reads the whole outbox every 2 s, so an outbox that only grew would cost more every day.
 DELIVERED_KEEP_S = 7 * 86400.0
@@ -53,9 +54,9 @@ class WebhookDelivery:
         self.store, self.base_url = store, base_url
         self.max_attempts, self.backoff_s, self.backoff_max_s = max_attempts, backoff_s, backoff_max_s
         self.timeout_s = timeout_s
-        self._queue: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="alert-webhook", daemon=True)
+        self._queue: queue.Queue[tuple[str, str, dict[str, Any]]] = queue.Queue()
+        # A queue is sent as soon as something is put in it (wake); the interval only backs that up.
+        self._loop = Periodic("alert-webhook", self._send_queued, SEND_EVERY_S)
         self._known: set[str] = set()
         # False once this process may no longer send (it lost the alerts lease): stop, leave it pending.
         self.may_send: Callable[[], bool] = lambda: True
@@ -74,7 +75,7 @@ class WebhookDelivery:
     def start(self) -> None:
         """Queue what an earlier run left unsent, then start the sender thread."""
         self.adopt_pending()
-        self._thread.start()
+        self._loop.start()
 
     def adopt_pending(self) -> int:
         """Queue every pending outbox message this sender does not know yet: at start, and after
@@ -92,6 +93,8 @@ class WebhookDelivery:
             if doc["data"].get("status") == "pending":
                 self._queue.put((doc["key"], doc["host"], doc["data"]))
                 adopted += 1
+        if adopted:
+            self._loop.wake()
         return adopted
 
     def submit(self, change: Change) -> None:
@@ -105,12 +108,10 @@ class WebhookDelivery:
         data = {"status": "pending", "attempts": 0, "body": message(change, key, self.base_url)}
         self.store.put_document(DELIVERY_DOC, key, change.alert.host, time.time(), data)
         self._queue.put((key, change.alert.host, data))
+        self._loop.wake()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._queue.put(None)
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        self._loop.stop(timeout)
 
     def drain(self, timeout: float = 10.0) -> bool:
         """Wait until everything queued so far was sent or given up (tests, clean shutdown)."""
@@ -119,19 +120,23 @@ class WebhookDelivery:
             time.sleep(0.02)
         return not self._queue.unfinished_tasks
 
-    def _run(self) -> None:
+    def _send_queued(self) -> None:
+        """One tick: send what is queued, oldest first, until the queue is empty. Once the loop is
+        stopping each item is let go unsent: it stays pending in the outbox for the next start or
+        lease holder (`_deliver` returns at once)."""
         while True:
-            item = self._queue.get()
             try:
-                if item is None:
-                    return
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            try:
                 self._deliver(*item)
             finally:
                 self._queue.task_done()
 
     def _deliver(self, key: str, host: str, data: dict[str, Any]) -> None:
         for attempt in range(1, self.max_attempts + 1):
-            if self._stop.is_set() or not self.may_send():
+            if self._loop.stopping or not self.may_send():
                 return  # stays "pending" in the outbox: the next start (or lease holder) sends it
             error, retry = self._post(data["body"])
             data = {**data, "attempts": attempt}
@@ -143,7 +148,7 @@ class WebhookDelivery:
             if not retry or attempt == self.max_attempts:
                 break
             delay = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
-            self._stop.wait(delay)
+            self._loop.wait(delay)
         self.failed += 1
         self.store.put_document(DELIVERY_DOC, key, host, time.time(), {**data, "status": "failed"})
 

@@ -92,3 +92,26 @@ def test_a_loop_starts_once() -> None:
     with pytest.raises(RuntimeError, match="started twice"):
         loop.start()
     loop.stop()
+
+
+def test_a_stop_ends_a_ticks_own_wait_at_once() -> None:
+    waited: list[tuple[bool, float]] = []
+
+    def tick() -> None:
+        start = time.monotonic()
+        stopping = loop.wait(30)
+        waited.append((stopping, time.monotonic() - start))
+
+    loop = Periodic("t", tick, 60)
+    loop.start()
+    time.sleep(0.1)
+    loop.stop(timeout=5)
+    assert not loop.running
+    assert len(waited) == 1 and waited[0][0] and waited[0][1] < 5
+
+
+def test_a_wait_without_a_stop_lasts_its_seconds() -> None:
+    loop = Periodic("t", lambda: None, 60)
+    start = time.monotonic()
+    assert loop.wait(0.05) is False
+    assert time.monotonic() - start >= 0.045
