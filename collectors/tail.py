@@ -37,7 +37,7 @@ from kvwatch.collectors.tail_copies import find_copy
 from kvwatch.collectors.tail_state import HEAD_BYTES, MARKER_BYTES, DrainState, TailState, digest
 
 READ_CHUNK = 4 << 20  # per poll and file: one busy file cannot starve the others; 8 MiB made a
-# catch-up's peak 30 MB higher for 15 % less time (bench/attach_history.py)
+# catch-up's peak 30 MB higher (bench/attach_history.py)
 
 
 class Unknown:

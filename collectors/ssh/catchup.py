@@ -128,12 +128,17 @@ class Catchup:
             self._drop()
 
     def _current(self, path: str, offset: int, data: bytes) -> bool:
-        """Does the file still hold the end of `data`? A stream runs megabytes ahead of what it
+        """Does the file still hold both ends of `data`? A stream runs megabytes ahead of what it
         hands out (pipes, the SSH window; x6 through gzip), so bytes served from it may predate a
         truncate-and-rewrite of the same inode; the tail's own look-back check would be answered
-        from those same stale bytes. One small SFTP read per chunk settles it."""
+        from those same stale bytes. A chunk can be stale at its start (what was read ahead) and
+        fresh at its end (read after the rewrite), so both ends are read again, by SFTP: two small
+        reads per chunk."""
         k = min(len(data), CHECK_BYTES)
-        return k == 0 or self.host.read(path, offset + len(data) - k, k) == data[-k:]
+        if k == 0:
+            return True
+        return (self.host.read(path, offset, k) == data[:k]
+                and self.host.read(path, offset + len(data) - k, k) == data[-k:])
 
     def _read(self, cursor: ReadCursor, offset: int, length: int) -> bytes:
         with map_ssh_errors(f"{self.host.name}:{cursor.path}"):
