@@ -15,8 +15,8 @@ test's node id (tests/fixtures/scheduling.py says why not by `xdist_group` marks
   another on one worker, last, when the other workers are finishing the short tests (each with its
   reason).
 - START_FIRST: the longest tests, longest first, so the run does not end with one worker still playing
-  an 11-minute story; each worker's first long test is followed by a short one (a worker holds its
-  next test while running the current one, so a long test queued behind another would wait for it).
+  an 11-minute story; each worker's first long test has a short one queued behind it (a worker holds
+  its next test while running the current one, so a long test queued behind another would wait).
 A serial run (`-n 0`) keeps the files' order.
 """
 
@@ -140,8 +140,12 @@ def _rank(item: pytest.Item) -> tuple[int, int]:
 
 
 def _start_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
-    """START_FIRST in its order, one short test after each of the first `workers` of its units, then
-    the rest of the long ones, the tests of real components, the pure ones, and SERIAL last."""
+    """The first `workers` units of START_FIRST, then `workers` short tests, then the rest of
+    START_FIRST, the tests of real components, the pure ones, and SERIAL last.
+
+    xdist hands the first units out one per worker, then a second round one per worker (queued behind
+    the first: a worker holds its next test while it runs one); the second round is short tests, so no
+    long test waits behind another long one."""
     ordered = sorted(items, key=_rank)
     long_units: list[list[pytest.Item]] = []
     for item in ordered:
@@ -153,12 +157,9 @@ def _start_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
             long_units.append([item])
     rest = ordered[sum(len(unit) for unit in long_units):]
     short = [item for item in rest if _rank(item)[0] == 2 and group_of(item.nodeid) is None][:workers]
-    first: list[pytest.Item] = []
-    for index, unit in enumerate(long_units):
-        first += unit
-        if index < len(short):
-            first.append(short[index])
-    return first + [item for item in rest if item not in short]
+    first = [item for unit in long_units[:workers] for item in unit] + short
+    later_long = [item for unit in long_units[workers:] for item in unit]
+    return first + later_long + [item for item in rest if item not in short]
 
 
 # A wrapper: the markers go on before any other plugin's hook runs (`-m` deselects by them), and the
