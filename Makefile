@@ -12,6 +12,13 @@ SGLANG_LIGHT_DEPS := numpy orjson psutil pybase64 requests triton packaging pill
 DEB_PACKAGES := openssh-server chromium postgresql
 DEB_NO_RECOMMENDS := prometheus
 PYTEST_ARGS ?=
+# `make test` runs on pytest-xdist workers: most of the suite waits on sshd, PostgreSQL, Chromium or a
+# demo playing in real time, so more workers than cores pay off (measured in README "Tests").
+# `--dist loadgroup` keeps each xdist_group on one worker (tests/conftest.py says which and why);
+# without reordering, the workers take the long tests first as tests/conftest.py sorts them.
+# TEST_WORKERS=0 (or PYTEST_ARGS="-n 0", which comes last and wins) runs serially.
+TEST_WORKERS ?= 6
+XDIST_ARGS := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: demo test check lint system-packages clean
 
@@ -49,7 +56,7 @@ system-packages:
 
 test: system-packages $(VENV)/.test $(SGLANG_VENV)/.ready
 	KVWATCH_REQUIRE_COMPONENTS=1 KVWATCH_SGLANG_PYTHON=$(abspath $(SGLANG_VENV))/bin/python \
-	  $(PY) -m pytest $(PYTEST_ARGS)
+	  $(PY) -m pytest $(XDIST_ARGS) $(PYTEST_ARGS)
 
 # mypy reads kvwatch/ as it is installed: a tree of links to the top-level folders (the editable
 # install's import hook is invisible to it).

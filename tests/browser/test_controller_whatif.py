@@ -54,10 +54,11 @@ def before(page: Any, first: str, second: str) -> bool:
 
 
 def final_run_settled(url: str) -> bool:
-    run = httpx.get(f"{url}/api/hosts/demo/controller").json()["run"]
+    # httpx's default 5 s is too short for a demo's server on a loaded machine; the caller's deadline bounds the wait.
+    run = httpx.get(f"{url}/api/hosts/demo/controller", timeout=60).json()["run"]
     if not run or run["flags"].get("enable-hierarchical-cache") is not True:
         return False
-    answer = httpx.post(f"{url}/api/hosts/demo/predict", json={"flags": {}}).json()
+    answer = httpx.post(f"{url}/api/hosts/demo/predict", json={"flags": {}}, timeout=60).json()
     # a fresh run has measured no tokens per request yet: no concurrency to predict until it has
     return bool(answer.get("run") == run["id"] and answer.get("max_total_num_tokens") and answer.get("running_req"))
 
@@ -83,7 +84,7 @@ def test_prediction_beside_the_diff_veto_marked_and_the_error_recorded(demo: str
         time.sleep(1)
     page.reload()
     page.wait_for_selector("[data-testid=preset-default]", timeout=30_000)
-    based_on = httpx.get(f"{demo}/api/hosts/demo/controller").json()["run"]["id"]
+    based_on = httpx.get(f"{demo}/api/hosts/demo/controller", timeout=60).json()["run"]["id"]
 
     # A preset says what it does: laid over the flags that run now, which it keeps, named.
     page.locator("[data-testid=preset-default]").check()
@@ -132,7 +133,7 @@ def test_prediction_beside_the_diff_veto_marked_and_the_error_recorded(demo: str
     page.wait_for_function(
         "(() => { const c = document.querySelector('#ctl-accuracy tr[data-row=measured] td:nth-child(3)');"
         " return c !== null && c.textContent !== 'not yet'; })()", timeout=60_000)
-    kept = httpx.get(f"{demo}/api/hosts/demo/predictions").json()
+    kept = httpx.get(f"{demo}/api/hosts/demo/predictions", timeout=60).json()
     [record] = kept["predictions"]
     assert record["based_on"] == based_on
     assert record["predicted"]["max_total_num_tokens"] == pytest.approx(tokens, rel=0.01)

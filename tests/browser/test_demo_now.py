@@ -47,7 +47,7 @@ def test_demo_now_row_follows_the_stream_and_a_window_moves_with_now(demo_url: s
     outside = block_outside_requests(page)
     page.set_viewport_size({"width": 1400, "height": 1000})
     started = time.monotonic()
-    page.goto(f"{demo_url}/?range=15m")
+    page.goto(f"{demo_url}/?range=15m", timeout=90_000)  # a shared machine under load can be slow to serve the page
     wait_settled(page, timeout=30_000)
     host = page.locator("[data-testid=host-picker]").input_value()
     assert f"host={host}" in page.url and "range=15m" in page.url
@@ -64,9 +64,9 @@ def test_demo_now_row_follows_the_stream_and_a_window_moves_with_now(demo_url: s
     later = page.evaluate(X_RANGE, "chart-usage")
     assert later[1] - first_range[1] > 60 and later[1] == pytest.approx(time.time(), abs=30)
     for _ in range(20):
-        before = httpx.get(f"{demo_url}/api/hosts/{host}/status").json()["running_req"]
+        before = httpx.get(f"{demo_url}/api/hosts/{host}/status", timeout=60).json()["running_req"]
         shown = running_now(page)
-        after = httpx.get(f"{demo_url}/api/hosts/{host}/status").json()["running_req"]
+        after = httpx.get(f"{demo_url}/api/hosts/{host}/status", timeout=60).json()["running_req"]
         if shown in (before, after):
             break
         time.sleep(0.2)

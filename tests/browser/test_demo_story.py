@@ -59,7 +59,7 @@ def shot(page: Any, name: str) -> None:
 def choose(page: Any, url: str) -> None:
     """The story's 0.88 run and its fp8 run (the page picks the last two runs: the same ones until the
     veto brings 0.88 back at 15 minutes, which a faster story reaches sooner)."""
-    runs = httpx.get(f"{url}/api/runs", params={"host": "demo"}).json()
+    runs = httpx.get(f"{url}/api/runs", params={"host": "demo"}, timeout=60).json()
     for index, run in enumerate(runs):
         selector = f"[data-testid=cmp-run-{run['id']}]"
         if page.locator(selector).count() and page.is_checked(selector) != (index in (1, 2)):

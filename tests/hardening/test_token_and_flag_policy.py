@@ -42,8 +42,11 @@ def kvwatch(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 # --- tokens ------------------------------------------------------------------------------------------
 
+# The random tokens carry fixed ids: pytest-xdist requires every worker to collect the same test ids,
+# and each worker draws its own token.
 @pytest.mark.parametrize("token", ["hunter2", "hardening-s3cret-token-7f3a", "a" * 40, "ab" * 20,
-                                   "change-me-to-a-long-random-string", secrets.token_hex(15)])
+                                   "change-me-to-a-long-random-string",
+                                   pytest.param(secrets.token_hex(15), id="token_hex(15)")])
 def test_a_weak_token_is_refused_beyond_loopback(token: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KVWATCH_TOKEN", raising=False)
     with pytest.raises(ConfigError, match=r"^server\.token: too weak to bind 0\.0\.0\.0: use at least 32 random"):
@@ -52,7 +55,9 @@ def test_a_weak_token_is_refused_beyond_loopback(token: str, monkeypatch: pytest
     check_bind("::1", token)
 
 
-@pytest.mark.parametrize("token", [secrets.token_hex(16), secrets.token_urlsafe(32), secrets.token_urlsafe(24)])
+@pytest.mark.parametrize("token", [pytest.param(secrets.token_hex(16), id="token_hex(16)"),
+                                   pytest.param(secrets.token_urlsafe(32), id="token_urlsafe(32)"),
+                                   pytest.param(secrets.token_urlsafe(24), id="token_urlsafe(24)")])
 def test_a_random_token_of_128_bits_or_more_is_accepted(token: str) -> None:
     check_bind("0.0.0.0", token)
     check_bind("10.1.2.3", token)
