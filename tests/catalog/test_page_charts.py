@@ -1,6 +1,6 @@
 """The page's charts are declared once, in app/metrics_catalog/charts.py: each trace draws a catalogued
 metric, the catalog's `chart` follows the table, and what /api/catalog gives the page (`charts`) is the
-table with each trace's catalog label and unit. The page drawing it is tests/browser/test_page_charts.py."""
+table with each trace's catalog label and unit. The page drawing it is tests/browser/test_charts_from_catalog.py."""
 
 from __future__ import annotations
 
