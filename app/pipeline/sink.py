@@ -35,11 +35,15 @@ PUBLISH_POINTS = 1000  # per series and backlog batch on the stream; the store h
 class StoreSink:
     def __init__(self, host: str, store: Store, bus: EventBus, timezone: str | None = None) -> None:
         self.host, self.store, self.bus = host, store, bus
-        self.live = LiveState()  # the host's aggregator, bounds and watermarks: health reads them
-        self.builder = BatchBuilder(host, self.live)
+        self.builder = BatchBuilder(host)
         self.clocks = SourceClocks(timezone)
         self._parsers: dict[tuple[str, str], LineParser | None] = {}
         self._gpu_parser = create_parser("nvidia-smi")
+
+    @property
+    def live(self) -> LiveState:
+        """The host's aggregator, bounds and watermarks (the builder's): health reads them."""
+        return self.builder.live
 
     def load_state(self, host: str, kind: str, path: str) -> TailState | None:
         state = TailState.from_dict(self.store.load_state(host, kind, path))
