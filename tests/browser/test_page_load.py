@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
+from urllib.request import urlopen
 
 import pytest
 
@@ -14,6 +18,7 @@ from tests.fixtures.web import block_outside_requests, wait_settled
 
 pytestmark = pytest.mark.browser
 TRACES = 10  # the six charts' traces (the catalog's CHARTS, hottest GPU included), one /api/series request each
+STREAM_LIVE = "document.getElementById('stream-state').textContent === 'live'"
 SERIES_DONE = ("performance.getEntriesByType('resource')"
                f".filter((r) => r.name.includes('/api/series?')).length >= {TRACES}")
 
@@ -40,10 +45,31 @@ def test_history_is_fetched_before_plotly_arrives(served: str, page: Any) -> Non
     drawn = page.evaluate("['chart-throughput', 'chart-usage', 'chart-requests']"
                           ".map((id) => document.getElementById(id).data[0].x.length)")
     assert min(drawn) >= 250  # the scripted run's five minutes of history, drawn from the early fetch
-    fetched = page.evaluate("performance.getEntriesByType('resource')"
-                            ".filter((r) => r.name.includes('/api/series?')).length")
-    assert fetched == TRACES  # nothing fetched twice
+    page.wait_for_function(STREAM_LIVE, timeout=15_000)  # the stream's first hello, and its backfill, landed
+    fetched = page.evaluate("performance.getEntriesByType('resource').map((r) => r.name)"
+                            ".filter((name) => name.includes('/api/series?'))")
+    history, backfill = fetched[:TRACES], fetched[TRACES:]
+    assert len(backfill) == TRACES  # one request a trace for what was stored before the stream opened
+    newest = {trace_key(url): newest_point(url) for url in history}  # nothing is appended: same answer
+    for url in backfill:  # nothing fetched twice: a backfill asks only for what follows the history
+        assert since(url) == newest[trace_key(url)], url
     assert outside == []
+
+
+def trace_key(url: str) -> tuple[str, str]:
+    query = parse_qs(urlsplit(url).query)
+    return query["metric"][0], query.get("rank", [""])[0]
+
+
+def newest_point(url: str) -> float | None:
+    with urlopen(url) as response:  # noqa: S310 - the served app on 127.0.0.1
+        points = json.load(response)["points"]
+    return points[-1][0] if points else None
+
+
+def since(url: str) -> float | None:
+    value = parse_qs(urlsplit(url).query).get("since")
+    return float(value[0]) if value else None
 
 
 def test_page_says_nothing_is_drawn_without_plotly(served: str, page: Any) -> None:
