@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -19,8 +18,9 @@ from tests.fixtures.web import block_outside_requests, wait_settled
 pytestmark = pytest.mark.browser
 TRACES = 10  # the six charts' traces (the catalog's CHARTS, hottest GPU included), one /api/series request each
 STREAM_LIVE = "document.getElementById('stream-state').textContent === 'live'"
-SERIES_DONE = ("performance.getEntriesByType('resource')"
-               f".filter((r) => r.name.includes('/api/series?')).length >= {TRACES}")
+SERIES_DONE = (
+    f"performance.getEntriesByType('resource').filter((r) => r.name.includes('/api/series?')).length >= {TRACES}"
+)
 
 
 @pytest.fixture
@@ -42,12 +42,15 @@ def test_history_is_fetched_before_plotly_arrives(served: str, page: Any) -> Non
     assert len(held) == 1
     held[0].continue_()
     wait_settled(page, timeout=30_000)
-    drawn = page.evaluate("['chart-throughput', 'chart-usage', 'chart-requests']"
-                          ".map((id) => document.getElementById(id).data[0].x.length)")
+    drawn = page.evaluate(
+        "['chart-throughput', 'chart-usage', 'chart-requests']"
+        ".map((id) => document.getElementById(id).data[0].x.length)"
+    )
     assert min(drawn) >= 250  # the scripted run's five minutes of history, drawn from the early fetch
     page.wait_for_function(STREAM_LIVE, timeout=15_000)  # the stream's first hello, and its backfill, landed
-    fetched = page.evaluate("performance.getEntriesByType('resource').map((r) => r.name)"
-                            ".filter((name) => name.includes('/api/series?'))")
+    fetched = page.evaluate(
+        "performance.getEntriesByType('resource').map((r) => r.name).filter((name) => name.includes('/api/series?'))"
+    )
     history, backfill = fetched[:TRACES], fetched[TRACES:]
     assert len(backfill) == TRACES  # one request a trace for what was stored before the stream opened
     newest = {trace_key(url): newest_point(url) for url in history}  # nothing is appended: same answer
@@ -62,7 +65,7 @@ def trace_key(url: str) -> tuple[str, str]:
 
 
 def newest_point(url: str) -> float | None:
-    with urlopen(url) as response:  # noqa: S310 - the served app on 127.0.0.1
+    with urlopen(url) as response:
         points = json.load(response)["points"]
     return points[-1][0] if points else None
 
