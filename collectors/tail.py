@@ -158,6 +158,7 @@ class Tail:
     # -- one poll ---------------------------------------------------------------------------
     def _poll(self, known: FileStat | Unknown | None) -> list[Line]:
         self._early: list[Line] = []
+        self._moved = False  # the path named another file by the time we read it (see _moved_meanwhile)
         st = self._stat(self.path) if isinstance(known, Unknown) else known
         self.missing = st is None
         if self._cur is None:
@@ -169,7 +170,7 @@ class Tail:
         else:
             self._check_identity(st)
         lines = self._early + self._poll_drain()
-        if st is not None:
+        if st is not None and not self._moved:
             lines += self._read_current(st)
         return lines
 
@@ -185,7 +186,7 @@ class Tail:
         if st.inode != self._inode or self._vanished:
             self._switch(st, recreated=self._vanished)
             self._vanished = False
-        elif st.size < cur.read_pos or (self._verify and not self._verified(st)):
+        elif st.size < cur.read_pos or (self._verify and self._rewritten(st)):
             self._early += self._truncated(st)
 
     def _switch(self, st: FileStat, recreated: bool) -> None:
@@ -229,7 +230,7 @@ class Tail:
         assert cur is not None
         if self._verify and not self._verified(st):
             self.behind = True  # the copy, if any, then the new file: from the next poll on
-            return self._truncated(st)
+            return [] if self._moved_meanwhile() else self._truncated(st)
         avail = st.size - cur.read_pos
         self.size_seen = st.size
         self.behind = avail > self.read_chunk
@@ -237,10 +238,25 @@ class Tail:
             return []
         m = len(self._tail)
         data = self.transport.read(self.path, cur.read_pos - m, min(avail, self.read_chunk) + m)
-        if data[:m] != self._tail:  # rewritten under us since the last read
+        if data[:m] != self._tail:  # rewritten under us since the last read, or another file by now
             self.behind = True
-            return self._truncated(st)
+            return [] if self._moved_meanwhile() else self._truncated(st)
+        if m == 0 and self._moved_meanwhile():  # no bytes of ours to compare the read with
+            self.behind = True
+            return []
         return self._feed(data[m:])
+
+    def _rewritten(self, st: FileStat) -> bool:
+        """Resumed: the file at the path no longer holds what we committed, and is still our inode."""
+        return not self._verified(st) and not self._moved_meanwhile()
+
+    def _moved_meanwhile(self) -> bool:
+        """Does the path name another file than this poll's stat said (a rotation between the stat
+        and a read by the path)? Then the bytes just read were that file's, not a rewrite of ours:
+        they are dropped, and the next poll's stat sees the rotation and drains our file by inode."""
+        now = self._stat(self.path)
+        self._moved = now is None or now.inode != self._inode
+        return self._moved
 
     def _feed(self, data: bytes) -> list[Line]:
         cur = self._cur
@@ -300,6 +316,9 @@ class Tail:
                 break
             if not data:
                 break
+            if not self._still_there(d):  # renamed again (numbered logrotate) between the stat and the read
+                st = self._drain_stat(d)
+                continue
             lines += d.split.feed(data)
             self.stats.bytes_read += len(data)
             d.last_growth = time.monotonic()
@@ -309,6 +328,12 @@ class Tail:
             lines += d.split.flush()
             self._drain = None
         return lines
+
+    def _still_there(self, d: _Drain) -> bool:
+        """Is the drained file still at `d.path` after a read by that path? A drain has no bytes of
+        its own to compare a read with, so the path is checked again."""
+        st = self._stat(d.path) if d.path else None
+        return st is not None and st.inode == d.inode
 
     def _drain_stat(self, d: _Drain) -> FileStat | None:
         """The drained file's stat, found again by inode if it was renamed (None: it is gone)."""

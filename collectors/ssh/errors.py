@@ -18,6 +18,11 @@ from kvwatch.collectors.base import (
     StreamClosed,
 )
 
+# paramiko raises AuthenticationException with these texts when the connection closed or stalled
+# during authentication (sshd's MaxStartups or LoginGraceTime under load, a dropped link), not when
+# the server refused the key. A refusal waits a minute before the next try; these do not.
+DROPPED_DURING_AUTH = frozenset({"Authentication failed: transport shut down or saw EOF", "Authentication timeout."})
+
 
 @contextmanager
 def map_ssh_errors(what: str, *, connecting: bool = False) -> Iterator[None]:
@@ -37,6 +42,8 @@ def map_ssh_errors(what: str, *, connecting: bool = False) -> Iterator[None]:
             f"known_hosts has {exc.expected_key.fingerprint}); refusing to connect"
         ) from exc
     except paramiko.AuthenticationException as exc:
+        if str(exc) in DROPPED_DURING_AUTH:  # the server went away, it did not say no: retry soon
+            raise lost(f"{what}: connection lost during authentication ({exc})") from exc
         raise AuthFailed(f"{what}: authentication refused ({exc})") from exc
     except paramiko.ChannelException as exc:
         raise lost(f"{what}: channel refused ({exc.text})") from exc
