@@ -229,9 +229,6 @@ class Tail:
     def _read_current(self, st: FileStat) -> list[Line]:
         cur = self._cur
         assert cur is not None
-        if self._verify and not self._verified(st):
-            self.behind = True  # the copy, if any, then the new file: from the next poll on
-            return [] if self._moved_meanwhile() else self._truncated(st)
         avail = st.size - cur.read_pos
         self.size_seen = st.size
         self.behind = avail > self.read_chunk
@@ -318,6 +315,7 @@ class Tail:
             if not data:
                 break
             if not self._still_there(d):  # renamed again (numbered logrotate) between the stat and the read
+                d.path = None  # found again by inode
                 st = self._drain_stat(d)
                 continue
             lines += d.split.feed(data)
