@@ -1,7 +1,7 @@
 """Every service kvwatch runs, built from a Config in this one place: at start and on a reload.
 
     services = build_services(config)              # serve, demo, tests: store, registries, helpers
-    services = build_services(config, controllers=False)   # `kvwatch collect`: no restart controllers
+    services = build_services(config, controllers=False, web=False)   # `kvwatch collect`
     change = next_registries(services, config, controllers, collect=True)   # a reload (app/reload.py)
 
 A reload builds the new registries aside (a new collector for an added or changed host, the running
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvwatch.app.alerts import validate_alert_config
+from kvwatch.app.bus import EventBus
 from kvwatch.app.config import Config, HostConfig
 from kvwatch.app.config_files import check_host_files
 from kvwatch.app.controller.restart import HostController
@@ -45,12 +46,14 @@ def check_config(config: Config) -> None:
     check_host_files(config)
 
 
-def build_services(config: Config, collect: bool = True, controllers: bool = True) -> Services:
+def build_services(config: Config, collect: bool = True, controllers: bool = True, web: bool = True) -> Services:
     """The store, a collector a host and a restart controller a host with a `launch`, and the helper
     threads; with `collect=False` a web app reading what others collect (no collectors, the relay);
-    with `controllers=False` (`kvwatch collect`) no controllers."""
+    with `controllers=False` no controllers; with `web=False` (`kvwatch collect`) no page will ever
+    subscribe to the bus, so it keeps no replay log."""
     check_config(config)
-    services = Services(config=config, store=open_store(database_path(config)))
+    bus = EventBus() if web else EventBus(replay_idle_s=0)
+    services = Services(config=config, store=open_store(database_path(config)), bus=bus)
     try:
         if collect:
             claim_hosts(services.store, (h.name for h in config.hosts), this_owner())

@@ -7,6 +7,10 @@ the bus's count of published events. A page that reconnects with `Last-Event-ID`
 missed while that is still in the log; otherwise `replay_after` says so and the page backfills from
 `/api/series`.
 
+The log serves pages that were listening: a resume needs an id this bus sent, so with nobody
+subscribed for REPLAY_IDLE_S it is emptied and stops keeping events until a page subscribes again (a
+page away longer backfills, as above). A process without the web app (`kvwatch collect`) keeps none.
+
 Backpressure: a subscriber's queue is bounded. One that falls a whole queue behind (a stalled tab,
 a slow link) is dropped instead of growing server memory: its stream ends, the browser reconnects
 with its last id and is replayed the rest, so a slow client loses nothing that is still in the log.
@@ -31,6 +35,9 @@ REPLAY_EVENTS = 20_000
 # 64-host fleet and hours of one host; a page away longer backfills from /api/series.
 REPLAY_BYTES = 4 * 2**20
 EVENT_OVERHEAD_BYTES = 150  # a Published and its str header beside the JSON itself
+# A browser reconnects within seconds (a blip, a dropped slow client); 5 minutes also covers a laptop
+# lid. Past it, the 4 MiB above would be held for hours for nobody: `kvwatch serve` with no page open.
+REPLAY_IDLE_S = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +88,8 @@ class Replay:
 
 class EventBus:
     def __init__(self, replay_events: int | None = None, queue_size: int | None = None,
-                 replay_bytes: int | None = None) -> None:
+                 replay_bytes: int | None = None, replay_idle_s: float = REPLAY_IDLE_S) -> None:
+        """`replay_idle_s`: how long the log is kept with no subscriber (0: only while one is)."""
         # Seconds since the epoch in base 36: a restarted server never reuses an old id's meaning.
         self.epoch = _base36(time.time_ns() // 1_000_000)
         self.queue_size = queue_size or SUBSCRIBER_QUEUE
@@ -90,6 +98,8 @@ class EventBus:
         self._log_events = replay_events or REPLAY_EVENTS
         self._log_budget = replay_bytes or REPLAY_BYTES
         self._log_bytes = 0
+        self._replay_idle_s = replay_idle_s
+        self._last_listened = time.monotonic()  # a resume right after start still works (tests, a reload)
         self._subscribers: dict[int, Subscription] = {}
         self._lock = threading.Lock()
 
@@ -108,16 +118,22 @@ class EventBus:
     def unsubscribe(self, subscription: Subscription) -> None:
         with self._lock:
             self._subscribers.pop(id(subscription), None)
+            self._last_listened = time.monotonic()
 
     def publish(self, event: str, data: Any) -> Published:
         raw = _json(data)
         with self._lock:  # numbering and queueing in one order, whichever thread publishes
             self._seq += 1
             item = Published(self._seq, event, raw, self.epoch)
-            self._keep(item)
+            if self._subscribers or time.monotonic() - self._last_listened <= self._replay_idle_s:
+                self._keep(item)
+            elif self._log:
+                self._log.clear()
+                self._log_bytes = 0
             closed = [s for s in self._subscribers.values() if not _offer_threadsafe(s, item)]
             for subscription in closed:
                 self._subscribers.pop(id(subscription), None)
+                self._last_listened = time.monotonic()
         return item
 
     def _keep(self, item: Published) -> None:

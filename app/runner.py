@@ -76,7 +76,7 @@ def collect(config: Config, stop: threading.Event, narrow: Callable[[Config], Co
     """Collect the config's hosts into its store, without a web app, until `stop` is set.
 
     SIGHUP reloads the file like `serve` does; `narrow` picks this process's hosts from a reloaded file."""
-    services = build_services(config, controllers=False)  # restarts are the web app's
+    services = build_services(config, controllers=False, web=False)  # restarts are the web app's
     services.start_collectors()
     if os.path.isfile(config.path):
         ConfigReloader(services, config.path, narrow=narrow).install()

@@ -8,15 +8,15 @@ matters: after an unclean shutdown, which leaves the write-ahead log behind (a c
 connection removes it; another process using the store also keeps it, and then the check just runs).
 
 Readers never wait behind the writer: the collectors' commits hold the writer connection (and its
-lock) for a whole batch, while each thread that reads (an API request's, an alert evaluation's) has a
-read-only connection of its own on the write-ahead log, which sees the last committed batch.
+lock) for a whole batch, while a read (an API request's, an alert evaluation's) runs on one of a few
+shared read-only connections on the write-ahead log (app/store/sqlite_readers.py), which sees the last
+committed batch.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +24,7 @@ from typing import Any
 
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.store.sql import Rows, SqlStore
+from kvwatch.app.store.sqlite_readers import ReaderPool
 
 CHECK_ALWAYS_BYTES = 256 * 2**20
 
@@ -42,9 +43,7 @@ class SqliteStore(SqlStore):
     def __init__(self, path: str) -> None:
         super().__init__()
         self.path = path
-        self._readers = threading.local()
-        self._reader_list: list[tuple[threading.Thread, sqlite3.Connection]] = []
-        self._readers_lock = threading.Lock()  # never the writer's lock: a reader must not wait for it
+        self._readers = ReaderPool(path)
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         check = needs_check(path)  # before connecting: opening creates the write-ahead log
@@ -79,22 +78,8 @@ class SqliteStore(SqlStore):
     def _read(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         if self.path == ":memory:":  # one in-memory database: only the writer connection sees it
             return super()._read(sql, params)
-        reader: sqlite3.Connection | None = getattr(self._readers, "db", None)
-        if reader is None:
-            reader = self._open_reader()
-        return reader.execute(sql, params).fetchall()
-
-    def _open_reader(self) -> sqlite3.Connection:
-        """This thread's reader: autocommit, so every statement reads the newest committed state."""
-        reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10)
-        reader.execute("PRAGMA query_only=1")
-        with self._readers_lock:  # a thread that ended leaves its reader here: closed when the next one opens
-            for _, old in [entry for entry in self._reader_list if not entry[0].is_alive()]:
-                old.close()
-            self._reader_list = [entry for entry in self._reader_list if entry[0].is_alive()]
-            self._reader_list.append((threading.current_thread(), reader))
-        self._readers.db = reader
-        return reader
+        with self._readers.connection() as reader:
+            return reader.execute(sql, params).fetchall()
 
     def _rows_changed(self, sql: str, params: Sequence[Any]) -> int:
         return self._db.execute(sql, params).rowcount
@@ -120,8 +105,6 @@ class SqliteStore(SqlStore):
                 raise
 
     def close(self) -> None:
-        with self._lock, self._readers_lock:
-            for _, reader in self._reader_list:
-                reader.close()
-            self._reader_list.clear()
+        with self._lock:
+            self._readers.close()
             self._db.close()

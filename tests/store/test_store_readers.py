@@ -6,15 +6,18 @@ last committed state at once, and the rows of the open transaction appear once i
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from kvwatch.app.main import create_app
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.app.store.sqlite import SqliteStore
+from kvwatch.app.store.sqlite_readers import READERS, ReaderPool
 from tests.app.slice_helpers import start_services
 
 HOLD_S = 3.0
@@ -54,3 +57,59 @@ def test_an_api_read_is_not_blocked_by_a_long_write_transaction(tmp_path: Path) 
         release.set()
         writer.join(5)
         store.close()  # collectors were never started: the store is all there is to close
+
+
+def test_threads_share_a_few_reader_connections(tmp_path: Path) -> None:
+    """64 host threads each read their offsets at connect: before, each kept a connection (its schema
+    and page cache, 9 MB of SQLite memory at 64 hosts); now they share at most READERS."""
+    store = SqliteStore(str(tmp_path / "kvwatch.db"))
+    store.commit(Batch("h0", "server_log", "/log", samples=[Sample("token_usage", "", 100.0, 0.5)]))
+    answers: list[int] = []
+    start = threading.Barrier(64)
+
+    def read() -> None:
+        start.wait(10)
+        for _ in range(20):
+            answers.append(len(store.series("h0", "token_usage")[0]))
+
+    threads = [threading.Thread(target=read) for _ in range(64)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert answers == [1] * 64 * 20
+        assert 1 <= store._readers.opened <= READERS
+    finally:
+        store.close()
+    assert store._readers.opened == 0
+
+
+def test_a_read_waits_for_a_reader_when_all_are_busy(tmp_path: Path) -> None:
+    path = str(tmp_path / "kvwatch.db")
+    SqliteStore(path).close()  # creates the schema
+    pool = ReaderPool(path, size=1)
+    got: list[float] = []
+
+    def second_read() -> None:
+        with pool.connection() as reader:
+            got.append(time.monotonic())
+            reader.execute("SELECT 1").fetchall()
+
+    try:
+        with pool.connection() as first:
+            waiter = threading.Thread(target=second_read)
+            waiter.start()
+            time.sleep(0.3)
+            assert got == [], "the only reader is in use: the second read must wait"
+            released = time.monotonic()
+            first.execute("SELECT 1").fetchall()
+        waiter.join(5)
+        assert len(got) == 1 and got[0] >= released
+        assert pool.opened == 1
+    finally:
+        pool.close()
+    with pytest.raises(sqlite3.ProgrammingError), pool.connection():
+        pass
+    with pytest.raises(ValueError, match="at least one"):
+        ReaderPool(path, size=0)
