@@ -2,7 +2,7 @@
 
     POST /api/hosts/{name}/restart   {"flags": {...}} and/or {"preset": "..."}, optional "expected_run", Bearer token
          202 {"run_id", "operation_id", "status_url"} · 401 no/wrong token · 403 cross-site or vetoed
-         404 unknown host or no `launch` · 409 busy, or `expected_run` is not the current run
+         404 unknown host, or no `launch` (the detail says which) · 409 busy, or `expected_run` is not the current run
          ({"detail", "current_run"}; nothing runs) · 422 invalid (nothing runs) · 429 restart-loop cap
          503 the host cannot be asked
     GET  /api/hosts/{name}/restart     progress of the current or last restart (the panel polls it)
@@ -63,12 +63,20 @@ class RestartAccepted(BaseModel):
 class ControllerService:
     controllers: Mapping[str, HostController]
     token: str | None
+    hosts: frozenset[str] | None = None  # the configured hosts, when known: the 404 then says which case
 
     def host(self, name: str) -> HostController:
         controller = self.controllers.get(name)
         if controller is None:
-            raise HTTPException(404, detail=f"no controller for host {name!r} (unknown host, or no `launch`)")
+            raise HTTPException(404, detail=f"no controller for host {name!r}: {self._why_none(name)}")
         return controller
+
+    def _why_none(self, name: str) -> str:
+        if self.hosts is None:
+            return "unknown host, or no `launch`"
+        if name in self.hosts:
+            return "its [[hosts]] table has no `launch`, so kvwatch does not restart it"
+        return f"no such host in kvwatch.toml (hosts: {', '.join(sorted(self.hosts)) or 'none'})"
 
 
 def live_controllers(state: State) -> Mapping[str, HostController]:
@@ -83,7 +91,13 @@ def live_controllers(state: State) -> Mapping[str, HostController]:
 def get_controller_service(request: Request) -> ControllerService:
     state = request.app.state
     token = getattr(state, "api_token", None) or os.environ.get("KVWATCH_TOKEN") or None
-    return ControllerService(controllers=live_controllers(state), token=token)
+    given: Mapping[str, HostController] | None = getattr(state, "controllers", None)
+    services: Services | None = getattr(state, "services", None)
+    if given is not None or services is None:  # controllers set on the app itself: hosts unknown
+        return ControllerService(controllers=live_controllers(state), token=token)
+    registries = services.registries  # one read: the controllers and the hosts of the same config
+    hosts = frozenset(h.name for h in registries.config.hosts)
+    return ControllerService(controllers=registries.controllers, token=token, hosts=hosts)
 
 
 ServiceDep = Annotated[ControllerService, Depends(get_controller_service)]
