@@ -158,8 +158,8 @@ def tree_cpu(root: int) -> float:
     return total
 
 
-def status_kb(key: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
+def status_kb(key: str, pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key):
             return int(line.split()[1])
     return 0

@@ -22,9 +22,10 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
-from bench._collect import WriteStamps, install_fake_nvidia_smi, proc_cpu, tree_cpu
+from bench._collect import WriteStamps, install_fake_nvidia_smi, proc_cpu, status_kb, tree_cpu
 from bench._sshd import throwaway_sshd
 from bench.collect_fleet import host_dirs, writer
 from tests.fixtures.sshd import Sshd
@@ -44,15 +45,8 @@ def write_config(server: Sshd, dirs: list[Path], db: Path) -> Path:
     return path
 
 
-def status_kb(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
-
-
 def hosts_with_rows(db: Path) -> int:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
         return int(conn.execute("SELECT COUNT(DISTINCT host) FROM samples").fetchone()[0])
 
 
@@ -75,8 +69,8 @@ def measure(tree: Path, hosts: int, seconds: float) -> dict[str, object]:
             time.sleep(seconds)
             wall = time.monotonic() - t0
             cpu, sshd_cpu = proc_cpu(proc.pid) - cpu0, tree_cpu(server.proc.pid) - sshd0
-            rss, peak = status_kb(proc.pid, "VmRSS"), status_kb(proc.pid, "VmHWM")
-            threads = status_kb(proc.pid, "Threads")
+            rss, peak = status_kb("VmRSS:", proc.pid), status_kb("VmHWM:", proc.pid)
+            threads = status_kb("Threads:", proc.pid)
         finally:
             stop.set()
             proc.send_signal(signal.SIGTERM)

@@ -21,9 +21,10 @@ What each change of the file behind the path becomes:
 Limits: a file deleted, recreated (reusing the inode) and regrown with identical leading bytes
 between two polls cannot be told apart from the old one; a file renamed out of its directory
 cannot be drained (counted in `stats.lost_generations`); of two or more rename rotations while we
-were away, the generations between ours and the current file are not read. Copytruncate still loses what the writer
-appended between the copy and the truncation (it is nowhere any more), and everything after our
-offset when no copy qualifies (compressed or moved away at once, or two copies that both match).
+were away, the generations between ours and the current file are not read. Copytruncate still loses
+what the writer appended between the copy and the truncation (it is nowhere any more), and
+everything after our offset when no copy qualifies (compressed or moved away at once, or two copies
+that both match).
 """
 
 from __future__ import annotations

@@ -91,9 +91,8 @@ def live_controllers(state: State) -> Mapping[str, HostController]:
 def get_controller_service(request: Request) -> ControllerService:
     state = request.app.state
     token = getattr(state, "api_token", None) or os.environ.get("KVWATCH_TOKEN") or None
-    given: Mapping[str, HostController] | None = getattr(state, "controllers", None)
     services: Services | None = getattr(state, "services", None)
-    if given is not None or services is None:  # controllers set on the app itself: hosts unknown
+    if getattr(state, "controllers", None) is not None or services is None:  # set on the app: hosts unknown
         return ControllerService(controllers=live_controllers(state), token=token)
     registries = services.registries  # one read: the controllers and the hosts of the same config
     hosts = frozenset(h.name for h in registries.config.hosts)
