@@ -5,9 +5,10 @@ X_1..X_k it picks the truncation d that minimises the variance of the mean of wh
 sum((X_i - mean)^2) / (k - d)^2 over i > d. It needs no threshold, and a burst that is still decaying
 keeps pushing d later. d is searched in the first half only (the classic MSER guard: a cut past the
 middle means the run has not settled), and the window it leaves must also pass a drift test (first
-and second half of the window agree within noise), so a series still climbing is reported as
-"settling" rather than averaged. Each steady metric (throughput, token usage, running and queued
-requests) gets its own cut; the window starts at the latest of them.
+and second half of the window agree within noise, noise that counts the correlation of neighbouring
+batches), so a series still climbing is reported as "settling" rather than averaged. Each steady
+metric (throughput, token usage, running and queued requests) gets its own cut; the window starts at
+the latest of them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ DRIFT_SIGMAS = 4.0
 DRIFT_REL_TOL = 0.05  # a 5% difference between the halves of a window is never called drift
 # Nor is a difference below what the log can show: one request, one point of usage.
 DRIFT_ABS_TOL = {"running_req": 1.0, "queue_req": 1.0, "token_usage": 0.01}
+# Above this the variance factor (1 + r) / (1 - r) = 19 would let almost any trend pass as a swing.
+MAX_LAG1 = 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +81,31 @@ def mser_cut(means: FloatArray) -> int:
     return int(np.argmin(score[:half]))
 
 
+def lag1_correlation(means: FloatArray) -> float:
+    """Lag-1 autocorrelation of `means` about their least-squares line, clipped to [0, MAX_LAG1]."""
+    x = np.arange(len(means), dtype=np.float64)
+    residual = means - np.polyval(np.polyfit(x, means, 1), x)
+    energy = float(np.dot(residual, residual))
+    if energy <= 1e-9 * float(np.sum((means - means.mean()) ** 2)):  # on the line: rounding is no signal
+        return 0.0
+    return min(max(float(np.dot(residual[:-1], residual[1:])) / energy, 0.0), MAX_LAG1)
+
+
 def drifting(means: FloatArray, floor: float = 0.0) -> bool:
-    """True when the window's two halves differ by more than noise (and more than DRIFT_REL_TOL)."""
+    """True when the window's two halves differ by more than noise (and more than DRIFT_REL_TOL).
+
+    Batch means of a saturated server are not independent: retraction cycles and slow swings last
+    minutes, so neighbouring batches move together, and noise taken as if they were independent is
+    too small (a steady 0.88 run was called drifting in 1 of 15-30 runs). The noise of the halves'
+    means is widened by the AR(1) factor (1 + r) / (1 - r), r the lag-1 correlation about the
+    window's trend line, so that a trend itself does not count as correlation."""
     first, second = np.array_split(means, 2)
     if len(first) < 2 or len(second) < 2:
         return False
     gap = abs(float(second.mean() - first.mean()))
-    noise = float(np.sqrt(first.var(ddof=1) / len(first) + second.var(ddof=1) / len(second)))
+    r = lag1_correlation(means)
+    independent = first.var(ddof=1) / len(first) + second.var(ddof=1) / len(second)
+    noise = float(np.sqrt(independent * (1 + r) / (1 - r)))
     scale = max(abs(float(means.mean())), float(np.abs(means).max()) * 0.1, 1e-9)
     return gap > DRIFT_SIGMAS * noise and gap > DRIFT_REL_TOL * scale and gap > floor
 
