@@ -2,11 +2,12 @@
 // (its start, or its steady window's start), the steady window shaded per run.
 
 import { plotlyReady } from "./plotly.js";
-import { plotlyTheme } from "./theme.js";
+import { onThemeChange, plotlyTheme } from "./theme.js";
 
 export async function drawOverlay(element, overlay, runs) {
   if (!overlay) return;
   const Plotly = await plotlyReady;
+  element.overlayDrawn = { overlay, runs }; // a theme change draws it again in the new run colours
   const metrics = Object.keys(overlay.series);
   const traces = [];
   const shapes = [];
@@ -42,3 +43,10 @@ export async function drawOverlay(element, overlay, runs) {
   element.dataset.traces = String(traces.length);
   element.dataset.shapes = String(shapes.length);
 }
+
+// theme.js re-coloured backgrounds, text and axes; the runs' lines and steady shading are drawn again.
+onThemeChange(() => {
+  for (const element of document.querySelectorAll(".js-plotly-plot")) {
+    if (element.overlayDrawn) drawOverlay(element, element.overlayDrawn.overlay, element.overlayDrawn.runs);
+  }
+});

@@ -1,5 +1,6 @@
 """One theme everywhere, in Debian's Chromium: the theme button re-colours every plotly figure on the
-page from the CSS custom properties (static/theme.js), the compare view's overlay included."""
+page from the CSS custom properties (static/theme.js), the compare view's overlay included, its runs'
+lines and steady shading too."""
 
 from __future__ import annotations
 
@@ -26,6 +27,12 @@ FIGURES = """() => {
     grids: Object.keys(figure.layout).filter((k) => /^[xy]axis\\d*$/.test(k))
       .map((k) => figure.layout[k].gridcolor).filter((c) => c !== undefined),
   }));
+}"""
+# The overlay's first run next to the first series colour: its line and its steady window's shading.
+OVERLAY_RUN = """() => {
+  const overlay = document.getElementById('cmp-overlay');
+  return {line: overlay.data[0].line.color, shade: overlay.layout.shapes[0].fillcolor,
+          accent: getComputedStyle(document.documentElement).getPropertyValue('--accent').trim()};
 }"""
 
 
@@ -58,6 +65,8 @@ def test_the_theme_button_recolours_every_chart_and_the_overlay(compared: str, p
     page.wait_for_function("document.getElementById('cmp-overlay').classList.contains('js-plotly-plot')")
     light = figures_follow(page)
     assert "cmp-overlay" in {f["id"] for f in light} and len(light) >= 7  # six charts and the overlay
+    light_run = page.evaluate(OVERLAY_RUN)
+    assert light_run["line"] == light_run["shade"] == light_run["accent"], light_run
     page.locator("#theme").click()  # auto -> light
     page.locator("#theme").click()  # light -> dark
     assert page.evaluate("document.documentElement.dataset.theme") == "dark"
@@ -65,6 +74,9 @@ def test_the_theme_button_recolours_every_chart_and_the_overlay(compared: str, p
                            " === getComputedStyle(document.documentElement).getPropertyValue('--fg').trim()")
     dark = figures_follow(page)
     assert {f["fg"] for f in dark} != {f["fg"] for f in light}
+    page.wait_for_function(f"document.getElementById('cmp-overlay').data[0].line.color !== '{light_run['line']}'")
+    dark_run = page.evaluate(OVERLAY_RUN)
+    assert dark_run["line"] == dark_run["shade"] == dark_run["accent"] != light_run["accent"], dark_run
     page.screenshot(path=str(ARTIFACTS / "theme-dark.png"), full_page=True)
     page.locator("#theme").click()  # dark -> auto, and the system is light
     page.wait_for_function("document.getElementById('cmp-overlay').layout.font.color"
