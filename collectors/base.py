@@ -17,7 +17,7 @@ Errors, translated once at the boundary (paramiko and OS errors never escape a c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
 
@@ -51,10 +51,13 @@ class StreamClosed(CollectorError):
 
 @dataclass(frozen=True, slots=True)
 class FileStat:
-    """Identity and size of a file on a host."""
+    """Identity, size and modification time of a file on a host."""
 
     inode: int
     size: int
+    # Epoch seconds (whole ones over SSH); 0: not known. Not part of the identity: a stat over SSH
+    # equals one of the same file here.
+    mtime: float = field(default=0.0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ class LocalTransport:
             raise SourceMissing(path) from exc
         except OSError as exc:  # on this machine every other file error is this file's alone
             raise SourceUnreadable(f"{path}: {exc.strerror}") from exc
-        return FileStat(inode=st.st_ino, size=st.st_size)
+        return FileStat(inode=st.st_ino, size=st.st_size, mtime=st.st_mtime)
 
     def stat_many(self, paths: list[str]) -> dict[str, FileStat | None]:
         out: dict[str, FileStat | None] = {}

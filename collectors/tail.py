@@ -21,7 +21,8 @@ What each change of the file behind the path becomes:
 Limits: a file deleted, recreated (reusing the inode) and regrown with identical leading bytes
 between two polls cannot be told apart from the old one; a file renamed out of its directory
 cannot be drained (counted in `stats.lost_generations`); of two or more rename rotations while we
-were away, the generations between ours and the current file are not read. Copytruncate still loses
+were away, the generations between ours and the current file are read only when their names and
+modification times place them there (collectors/tail_rotations.py). Copytruncate still loses
 what the writer appended between the copy and the truncation (it is nowhere any more), and
 everything after our offset when no copy qualifies (compressed or moved away at once, or two copies
 that both match).
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from kvwatch.collectors.base import CollectorError, FileStat, Line, SourceMissing, Transport
 from kvwatch.collectors.lines import MAX_LINE_BYTES, LineSplitter
 from kvwatch.collectors.tail_copies import find_copy
+from kvwatch.collectors.tail_rotations import between, compressed
 from kvwatch.collectors.tail_state import HEAD_BYTES, MARKER_BYTES, DrainState, TailState, digest
 
 READ_CHUNK = 4 << 20  # per poll and file: one busy file cannot starve the others; 8 MiB made a
@@ -126,6 +128,9 @@ class Tail:
         self._verify = state is not None
         self._vanished = False
         self._drain: _Drain | None = None
+        # Generations between ours and the current file (two or more rotations): read out in the
+        # poll that found them, so a failed poll re-finds them from the restored state.
+        self._between: list[tuple[str, int, int]] = []  # (path, inode, generation), oldest first
         if state is None:
             return
         self._cur = self._splitter(state.generation, state.offset, state.line_no)
@@ -171,7 +176,7 @@ class Tail:
             self._vanished = True
         else:
             self._check_identity(st)
-        lines = self._early + self._poll_drain()
+        lines = self._early + self._poll_drain() + self._read_between()
         if st is not None and not self._moved:
             lines += self._read_current(st)
         return lines
@@ -201,7 +206,8 @@ class Tail:
             self._finish_drain()
             split = self._splitter(cur.generation, cur.offset, cur.line_no)
             self._drain = _Drain(split, self._inode, old, time.monotonic())
-            self._new_generation(st, cur.generation + 1)
+            self._between = self._rotated_between(old, skip=(self._inode, st.inode), generation=cur.generation)
+            self._new_generation(st, cur.generation + 1 + len(self._between))
             return
         self.stats.replacements += 1
         old_inode, self._inode = self._inode, st.inode
@@ -297,10 +303,44 @@ class Tail:
     def _find(self, inode: int) -> str | None:
         return self.transport.find_inode(posixpath.dirname(self.path) or ".", inode)
 
-    def _poll_drain(self, final: bool = False) -> list[Line]:
-        d = self._drain
-        if d is None:
+    def _rotated_between(self, ours: str, skip: tuple[int, ...], generation: int) -> list[tuple[str, int, int]]:
+        """The readable generations rotated after `ours`, numbered from `generation` + 1: named as
+        rotated later (collectors/tail_rotations.py) *and* written after it. The time check keeps a
+        counter naming that grows (`mv server.log server.log.$n`) from reading older files again;
+        a tie (one-second mtimes over SSH) is not read. Compressed or vanished ones count as lost."""
+        ours_st = self._stat(ours)
+        if ours_st is None or ours_st.mtime <= 0:
             return []
+        found: list[tuple[str, int, int]] = []
+        for path in between(self.path, ours, self.transport.regular_files(posixpath.dirname(self.path) or ".")):
+            st = self._stat(path)
+            if st is None or st.inode in skip or st.mtime <= ours_st.mtime:
+                continue
+            if compressed(path):  # cannot be read at an offset
+                self.stats.lost_generations += 1
+                continue
+            found.append((path, st.inode, generation + 1 + len(found)))
+        self.stats.rotations += len(found)
+        return found
+
+    def _read_between(self) -> list[Line]:
+        lines: list[Line] = []
+        for path, inode, generation in self._between:
+            whole = _Drain(self._splitter(generation, 0, 0), inode, path, time.monotonic(), grows=False)
+            lines += self._run_drain(whole, final=True)[0]
+        self._between = []
+        return lines
+
+    def _poll_drain(self, final: bool = False) -> list[Line]:
+        if self._drain is None:
+            return []
+        lines, done = self._run_drain(self._drain, final)
+        if done:
+            self._drain = None
+        return lines
+
+    def _run_drain(self, d: _Drain, final: bool) -> tuple[list[Line], bool]:
+        """Read `d` up to its end; (its lines, whether it is finished: flushed and to be dropped)."""
         lines: list[Line] = []
         st = self._drain_stat(d)
         while st is not None and d.path is not None and st.size > d.split.read_pos:
@@ -310,7 +350,7 @@ class Tail:
             except SourceMissing:  # renamed or removed since the stat: found by inode next poll, or lost
                 d.path = None
                 if not final:
-                    return lines
+                    return lines, False
                 st = None
                 break
             if not data:
@@ -325,9 +365,8 @@ class Tail:
         if st is None:  # gone (deleted, moved away, compressed) before we read it all
             self.stats.lost_generations += 1
         if st is None or final or not d.grows or time.monotonic() - d.last_growth >= self.rotate_wait:
-            lines += d.split.flush()
-            self._drain = None
-        return lines
+            return lines + d.split.flush(), True
+        return lines, False
 
     def _still_there(self, d: _Drain) -> bool:
         """Is the drained file still at `d.path` after a read by that path? A drain has no bytes of

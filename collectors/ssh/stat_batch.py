@@ -32,17 +32,18 @@ class StatShell:
             self._seq += 1
             tag = str(self._seq)
             quoted = shlex.quote(path)
-            self._send(f'echo "{tag} $(LC_ALL=C stat -L -c \'%i %s\' -- {quoted} 2>&1 | head -n 1)"\n')
+            self._send(f'echo "{tag} $(LC_ALL=C stat -L -c \'%i %s %Y\' -- {quoted} 2>&1 | head -n 1)"\n')
             answer = self._answer(tag)
         fields = answer.split()
-        if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit():
-            return FileStat(inode=int(fields[0]), size=int(fields[1]))
+        if len(fields) == 3 and all(f.isdigit() for f in fields):
+            return FileStat(inode=int(fields[0]), size=int(fields[1]), mtime=float(fields[2]))
         if "No such file" in answer or "Not a directory" in answer:
             raise SourceMissing(f"{self._what}:{path}: no such file")
         raise CollectorError(f"{self._what}:{path}: stat failed: {answer.strip()[:200]}")
 
     def stat_many(self, paths: list[str]) -> list[FileStat | None]:
-        """One request for all paths; None for a missing one (`!` = exists but stat failed)."""
+        """One request for all paths; None for a missing one (`!` = exists but stat failed).
+        Three fields a path: inode, size, mtime."""
         if not paths:
             return []
         with self._lock:
@@ -51,18 +52,18 @@ class StatShell:
             quoted = " ".join(shlex.quote(p) for p in paths)
             # A failed stat of a path that exists is asked again: a file created between the two
             # (a log being recreated) is a stat, not a failure; "! !" only if it fails twice.
-            st = 'LC_ALL=C stat -L -c "%i %s" -- "$p" 2>/dev/null'
-            loop = (f'for p in {quoted}; do {st} || {{ [ -e "$p" ] && {{ {st} || echo "! !"; }} || echo "- -"; }};'
+            st = 'LC_ALL=C stat -L -c "%i %s %Y" -- "$p" 2>/dev/null'
+            loop = (f'for p in {quoted}; do {st} || {{ [ -e "$p" ] && {{ {st} || echo "! ! !"; }} || echo "- - -"; }};'
                     ' done | tr "\\n" " "')
             self._send(f'echo "{tag} $({loop})"\n')
             fields = self._answer(tag).split()
-        if len(fields) != 2 * len(paths):
+        if len(fields) != 3 * len(paths):
             raise StreamClosed(f"{self._what}: garbled stat answer")
         out: list[FileStat | None] = []
-        for path, ino, size in zip(paths, fields[::2], fields[1::2], strict=True):
+        for path, ino, size, mtime in zip(paths, fields[::3], fields[1::3], fields[2::3], strict=True):
             if ino == "!":
                 raise CollectorError(f"{self._what}:{path}: stat failed (permission?)")
-            out.append(None if ino == "-" else FileStat(inode=int(ino), size=int(size)))
+            out.append(None if ino == "-" else FileStat(inode=int(ino), size=int(size), mtime=float(mtime)))
         return out
 
     def _send(self, text: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,84 @@ def test_rotation_while_kvwatch_was_down(transport: Transport, tmp_path: Path) -
     append(log, numbered(81, 120))
     sink.until(Tail(transport, str(log), "s", sink.state, rotate_wait=0.2), sink.has(120))
     assert_exactly_once(sink, 1, 120)
+
+
+def written_at(path: Path, minutes_ago: float) -> None:
+    """Rotations are minutes or days apart, and SSH gives whole-second mtimes: set them that far apart."""
+    when = time.time() - 60 * minutes_ago
+    os.utime(path, (when, when))
+
+
+def rotate_numbered(log: Path, keep: int = 5) -> None:
+    """logrotate's numbered rename: .K-1 -> .K, ..., .1 -> .2, the log -> .1; a new log is created."""
+    for k in range(keep - 1, 0, -1):
+        if (log.parent / f"{log.name}.{k}").exists():
+            os.rename(log.parent / f"{log.name}.{k}", log.parent / f"{log.name}.{k + 1}")
+    os.rename(log, log.parent / f"{log.name}.1")
+    log.touch()
+
+
+def test_two_rotations_while_kvwatch_was_down_lose_no_generation(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 50))
+    sink = Sink()
+    sink.poll(Tail(transport, str(log), "s"))
+    append(log, numbered(51, 80))  # after our last read, then two rotations before we are back
+    written_at(log, 20)
+    rotate_numbered(log)
+    append(log, numbered(81, 120))
+    written_at(log, 10)
+    rotate_numbered(log)
+    append(log, numbered(121, 150))
+    tail = Tail(transport, str(log), "s", sink.state, rotate_wait=0.2)
+    sink.until(tail, lambda s: len(s.lines) >= 150 and s.state is not None and s.state.draining is None)
+    assert_exactly_once(sink, 1, 150)
+    assert sink.seqs() == list(range(1, 151))  # in the order written
+    by_generation = {g: [int(x.text.split()[0]) for x in sink.lines if x.generation == g] for g in (1, 2, 3)}
+    assert by_generation == {1: list(range(1, 81)), 2: list(range(81, 121)), 3: list(range(121, 151))}
+    assert (tail.stats.rotations, tail.stats.lost_generations) == (2, 0)
+
+
+def test_dated_rotations_between_polls_with_a_compressed_one(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 40))
+    tail, sink = Tail(transport, str(log), "s", rotate_wait=0.2), Sink()
+    sink.poll(tail)
+    append(log, numbered(41, 60))
+    for day, (first, last) in enumerate(((61, 90), (91, 100), (101, 130)), start=1):
+        written_at(log, 30 - 10 * day)
+        os.rename(log, tmp_path / f"server.log-2026120{day}")
+        append(log, numbered(first, last))
+    day2 = tmp_path / "server.log-20261202"
+    with open(day2, "rb") as raw, gzip.open(day2.with_name(day2.name + ".gz"), "wb") as gz:
+        gz.write(raw.read())  # compressed: 61-90 cannot be read at an offset
+    os.remove(tmp_path / "server.log-20261202")
+    sink.until(tail, lambda s: len(s.lines) >= 100 and s.state is not None and s.state.draining is None)
+    assert sink.seqs() == [*range(1, 61), *range(91, 131)]
+    assert (tail.stats.rotations, tail.stats.lost_generations) == (2, 1)
+
+
+def test_a_counter_naming_does_not_read_older_generations_again(transport: Transport, tmp_path: Path) -> None:
+    """`mv server.log server.log.$n` with n growing: older files have smaller numbers, like logrotate's
+    newer ones; their modification times tell them apart."""
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 30))
+    tail, sink = Tail(transport, str(log), "s", rotate_wait=0.2), Sink()
+    sink.poll(tail)
+    written_at(log, 20)
+    os.rename(log, tmp_path / "server.log.3")
+    append(log, numbered(31, 60))
+    sink.until(tail, sink.has(60))
+    append(log, numbered(61, 70))
+    written_at(log, 10)
+    shutil.copyfile(log, tmp_path / "server.log.5")  # a copy, as copytruncate makes
+    written_at(tmp_path / "server.log.5", 10)
+    append(log, numbered(71, 80))
+    os.rename(log, tmp_path / "server.log.7")
+    append(log, numbered(81, 90))
+    sink.until(tail, lambda s: len(s.lines) >= 90 and s.state is not None and s.state.draining is None)
+    assert_exactly_once(sink, 1, 90)
+    assert tail.stats.rotations == 2
 
 
 def test_copytruncate(transport: Transport, tmp_path: Path) -> None:
