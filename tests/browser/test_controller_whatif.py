@@ -22,6 +22,7 @@ from tests.fixtures.web import block_outside_requests, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 TOKEN = "whatif-t0ken"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 SPEED = 4.0
 
 
@@ -108,11 +109,23 @@ def test_prediction_beside_the_diff_veto_marked_and_the_error_recorded(demo: str
     assert page.locator("#ctl-prediction").is_visible() and page.locator("#ctl-confirm").is_hidden()
 
     # A vetoed value is marked in the editor as soon as it is chosen, and the restart cannot be confirmed.
+    page.set_viewport_size({"width": 1400, "height": 1100})  # a laptop: the editor's column is ~430 px
     page.locator("#flag-search").fill("kv-cache-dtype")
     page.locator("#flag-add").click()
     page.locator("[data-testid=flag-input-kv-cache-dtype]").select_option("fp8_e4m3")
     page.wait_for_selector("tr[data-flag=kv-cache-dtype][data-problem=vetoed]", timeout=60_000)
     assert "degrades the model" in page.locator("[data-testid=flag-error-kv-cache-dtype]").inner_text()
+    # The reason sits under its row, and the flag names keep their width (as a fourth column it
+    # squeezed them to one letter a line).
+    page.screenshot(path=str(ARTIFACTS / "controller-vetoed-flag.png"), full_page=True)
+    name = page.locator("tr[data-flag=kv-cache-dtype] td").first.bounding_box()
+    reason = page.locator("[data-testid=flag-error-kv-cache-dtype]").bounding_box()
+    assert name is not None and reason is not None
+    assert name["width"] >= 90 and reason["y"] >= name["y"] + name["height"] - 1, (name, reason)
+    widths = page.evaluate("[...document.querySelectorAll('.flag-table tr[data-flag] td:first-child')]"
+                           ".map((td) => Math.round(td.getBoundingClientRect().width))")
+    assert len(set(widths)) == 1, widths  # one column: every row's name cell as wide
+    page.set_viewport_size({"width": 1600, "height": 1100})
     assert page.locator("#ctl-review").is_disabled()
     assert "--kv-cache-dtype (vetoed)" in page.locator("#ctl-problems").inner_text()
     assert page.locator("[data-testid=pred-risks] li[data-kind=vetoed]").count() == 1
