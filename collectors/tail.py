@@ -34,9 +34,9 @@ import posixpath
 import time
 from dataclasses import dataclass
 
-from kvwatch.collectors.base import CollectorError, FileStat, Line, SourceMissing, Transport
+from kvwatch.collectors.base import CollectorError, FileStat, Line, SourceMissing, SourceUnreadable, Transport
 from kvwatch.collectors.lines import MAX_LINE_BYTES, LineSplitter
-from kvwatch.collectors.tail_copies import find_copy
+from kvwatch.collectors.tail_copies import find_copy, sibling_files, stat_all
 from kvwatch.collectors.tail_rotations import between, compressed
 from kvwatch.collectors.tail_state import HEAD_BYTES, MARKER_BYTES, DrainState, TailState, digest
 
@@ -307,13 +307,13 @@ class Tail:
         """The readable generations rotated after `ours`, numbered from `generation` + 1: named as
         rotated later (collectors/tail_rotations.py) *and* written after it. The time check keeps a
         counter naming that grows (`mv server.log server.log.$n`) from reading older files again;
-        a tie (one-second mtimes over SSH) is not read. Compressed or vanished ones count as lost."""
+        a tie (one-second mtimes over SSH) is not read. Compressed ones count as lost."""
         ours_st = self._stat(ours)
         if ours_st is None or ours_st.mtime <= 0:
             return []
+        named = between(self.path, ours, sibling_files(self.transport, self.path))
         found: list[tuple[str, int, int]] = []
-        for path in between(self.path, ours, self.transport.regular_files(posixpath.dirname(self.path) or ".")):
-            st = self._stat(path)
+        for path, st in stat_all(self.transport, named).items():  # one round trip, in `named` order
             if st is None or st.inode in skip or st.mtime <= ours_st.mtime:
                 continue
             if compressed(path):  # cannot be read at an offset
@@ -324,10 +324,15 @@ class Tail:
         return found
 
     def _read_between(self) -> list[Line]:
+        """Each in-between generation whole; one that cannot be read is skipped (counted lost) rather
+        than holding up the current file, as HostFollower would hold the whole source."""
         lines: list[Line] = []
         for path, inode, generation in self._between:
             whole = _Drain(self._splitter(generation, 0, 0), inode, path, time.monotonic(), grows=False)
-            lines += self._run_drain(whole, final=True)[0]
+            try:
+                lines += self._run_drain(whole, final=True)[0]
+            except SourceUnreadable:
+                self.stats.lost_generations += 1
         self._between = []
         return lines
 

@@ -21,7 +21,7 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kvwatch.collectors.base import CollectorError, FileStat, SourceMissing, Transport
+from kvwatch.collectors.base import CollectorError, FileStat, SourceMissing, SourceUnreadable, Transport
 from kvwatch.collectors.tail_state import HEAD_BYTES, MARKER_BYTES, TailState, digest
 
 COMPRESSED = (".gz", ".xz", ".bz2", ".zst", ".lz4", ".zip")
@@ -66,41 +66,41 @@ def find_copy(transport: Transport, path: str, state: TailState, skip_inode: int
     if state.offset <= 0:  # nothing committed yet: any file would "match"
         return None
     found: dict[int, Copy] = {}  # by inode: hard links are one copy
-    for name, st in _stat_all(transport, candidates(path, _listing(transport, path))).items():
+    for name, st in stat_all(transport, candidates(path, sibling_files(transport, path))).items():
         if st is None or st.inode == skip_inode or st.size <= state.offset or st.inode in found:
             continue
         try:
             if holds(state, functools.partial(transport.read, name)):
                 found[st.inode] = Copy(name, st.inode, st.size)
         except CollectorError as exc:
-            if not _file_error(exc):
+            if not file_error(exc):
                 raise
     return next(iter(found.values())) if len(found) == 1 else None
 
 
-def _listing(transport: Transport, path: str) -> list[str]:
+def sibling_files(transport: Transport, path: str) -> list[str]:
     """Regular files next to `path`, not a glob: a glob also yields directories (`server.log.d/`),
     and reading one over SFTP fails like a dropped connection."""
     return transport.regular_files(posixpath.dirname(path) or ".")
 
 
-def _stat_all(transport: Transport, paths: list[str]) -> dict[str, FileStat | None]:
+def stat_all(transport: Transport, paths: list[str]) -> dict[str, FileStat | None]:
     try:
         return transport.stat_many(paths)
     except CollectorError as exc:  # one unreadable entry fails the batch: ask one by one
-        if not _file_error(exc):
+        if not file_error(exc):
             raise
     out: dict[str, FileStat | None] = {}
     for p in paths:
         try:
             out[p] = transport.stat(p)
         except CollectorError as exc:
-            if not _file_error(exc):
+            if not file_error(exc):
                 raise
             out[p] = None
     return out
 
 
-def _file_error(exc: CollectorError) -> bool:
+def file_error(exc: CollectorError) -> bool:
     """Gone or unreadable (this candidate only) rather than a lost connection (everything)."""
-    return isinstance(exc, SourceMissing) or type(exc) is CollectorError
+    return isinstance(exc, (SourceMissing, SourceUnreadable)) or type(exc) is CollectorError

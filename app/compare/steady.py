@@ -96,7 +96,8 @@ def drifting(means: FloatArray, floor: float = 0.0) -> bool:
 
     Batch means of a saturated server are not independent: retraction cycles and slow swings last
     minutes, so neighbouring batches move together, and noise taken as if they were independent is
-    too small (a steady 0.88 run was called drifting in 1 of 15-30 runs). The noise of the halves'
+    too small (the simulator's steady 0.88 config, ten minutes after a start, was called drifting
+    in 15 of 200 seeds). The noise of the halves'
     means is widened by the AR(1) factor (1 + r) / (1 - r), r the lag-1 correlation about the
     window's trend line, so that a trend itself does not count as correlation."""
     first, second = np.array_split(means, 2)

@@ -9,10 +9,11 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kvwatch.collectors.base import Transport
+from kvwatch.collectors.base import SourceUnreadable, Transport
 from kvwatch.collectors.tail import Tail
 from tests.collectors.harness import Sink, append, assert_exactly_once, numbered
 
@@ -129,6 +130,42 @@ def test_dated_rotations_between_polls_with_a_compressed_one(transport: Transpor
     sink.until(tail, lambda s: len(s.lines) >= 100 and s.state is not None and s.state.draining is None)
     assert sink.seqs() == [*range(1, 61), *range(91, 131)]
     assert (tail.stats.rotations, tail.stats.lost_generations) == (2, 1)
+
+
+class UnreadableFile:
+    """`transport` with one file that cannot be read (permission), as a rotated log can be."""
+
+    def __init__(self, transport: Transport, path: Path) -> None:
+        self.transport, self.path = transport, str(path)
+
+    def read(self, path: str, offset: int, length: int) -> bytes:
+        if path == self.path:
+            raise SourceUnreadable(f"{path}: permission denied")
+        return self.transport.read(path, offset, length)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+def test_an_unreadable_generation_in_between_does_not_hold_up_the_rest(transport: Transport, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, numbered(1, 40))
+    sink = Sink()
+    sink.poll(Tail(transport, str(log), "s"))
+    written_at(log, 30)
+    rotate_numbered(log)
+    append(log, numbered(41, 60))
+    written_at(log, 20)
+    rotate_numbered(log)
+    append(log, numbered(61, 80))
+    written_at(log, 10)
+    rotate_numbered(log)
+    append(log, numbered(81, 100))
+    faulty = UnreadableFile(transport, tmp_path / "server.log.2")  # 41-60
+    tail = Tail(faulty, str(log), "s", sink.state, rotate_wait=0.2)  # type: ignore[arg-type]
+    sink.until(tail, lambda s: len(s.lines) >= 80 and s.state is not None and s.state.draining is None)
+    assert sink.seqs() == [*range(1, 41), *range(61, 101)]
+    assert tail.stats.lost_generations == 1
 
 
 def test_a_counter_naming_does_not_read_older_generations_again(transport: Transport, tmp_path: Path) -> None:
