@@ -21,7 +21,13 @@ def nvidia_smi_argv(interval_ms: int = 1000) -> list[str]:
 
 
 class GpuSampler:
-    """Keeps the loop running; `read()` returns the complete lines that arrived, never blocks long."""
+    """Keeps the loop running; `read()` returns the complete lines that arrived, never blocks long.
+
+    A loop that ends is started again after `restart_after` seconds, unless it had run at least that
+    long: then at the next interval, so one exit of a loop that worked for hours (a driver hiccup,
+    a killed process) leaves a gap of a sample or two, not of `restart_after`, and a loop that keeps
+    failing is still started at most once per `restart_after`.
+    """
 
     def __init__(self, transport: Transport, source: str = "gpu", interval_ms: int = 1000,
                  restart_after: float = 30.0) -> None:
@@ -35,6 +41,7 @@ class GpuSampler:
         self._stream: Stream | None = None
         self._split: LineSplitter | None = None
         self._next_start = 0.0
+        self._started_at = 0.0
 
     def read(self, timeout: float = 0.0) -> list[Line]:
         if self._stream is None and not self._start():
@@ -63,6 +70,7 @@ class GpuSampler:
             self.last_error = str(exc)
             self._next_start = time.monotonic() + self.restart_after
             return False
+        self._started_at = time.monotonic()
         self.generation = max(self.generation + 1, int(time.time() * 1000))
         self._split = LineSplitter(self.source, self.generation, 0, 0)
         return True
@@ -75,7 +83,9 @@ class GpuSampler:
             self._stream.close()
         self.last_error = (err.decode(errors="replace").strip() or "nvidia-smi exited")[:300]
         self._stream = None
-        self._next_start = time.monotonic() + self.restart_after
+        now = time.monotonic()
+        ran_long = now - self._started_at >= self.restart_after
+        self._next_start = now + (self.interval_ms / 1000 if ran_long else self.restart_after)
 
     def close(self) -> None:
         if self._stream is not None:

@@ -36,7 +36,15 @@ class LocalStream:
         return os.read(self._fd, RECV_CHUNK)
 
     def stderr(self) -> bytes:
-        return b""
+        """What the child said on stderr, read without blocking (asked once its stdout has ended)."""
+        assert self._proc.stderr is not None
+        fd, said = self._proc.stderr.fileno(), b""
+        while len(said) < RECV_CHUNK and select.select([fd], [], [], 0.2)[0]:
+            chunk = os.read(fd, RECV_CHUNK)
+            if not chunk:
+                break
+            said += chunk
+        return said
 
     def close(self) -> None:
         with contextlib.suppress(ProcessLookupError):  # the whole group has ended already

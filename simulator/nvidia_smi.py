@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import http.client
 import json
 import sys
 import time
@@ -27,11 +28,17 @@ MIB_PER_GIB = 1024
 
 
 def fetch(url: str) -> Any:
+    """The answer's JSON, or None when the server is down or went away mid-answer.
+
+    A restart's SIGTERM can cut an answer short (IncompleteRead, BadStatusLine: http.client's own
+    errors, not OSError); raising them ended the whole loop, and kvwatch's sampler then waited its
+    restart delay with no GPU samples, a hole in the demo's GPU charts at every unlucky restart.
+    """
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(url, timeout=1.0) as answer:
             return json.loads(answer.read())
-    except (OSError, ValueError, urllib.error.URLError):
+    except (OSError, ValueError, urllib.error.URLError, http.client.HTTPException):
         return None
 
 

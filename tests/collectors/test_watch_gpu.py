@@ -97,3 +97,55 @@ def test_local_watch_leaves_no_process_behind(tmp_path: Path) -> None:
     while _processes_mentioning(str(log)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _processes_mentioning(str(log)) == []
+
+
+def _fake_nvidia_smi(bin_dir: Path, run_s: float) -> None:
+    """Prints a sample every 0.1 s for `run_s` seconds, then exits (a loop killed or crashed)."""
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "nvidia-smi"
+    script.write_text("#!/bin/sh\nend=$(( $(date +%s%N) + " + str(int(run_s * 1e9)) + " ))\n"
+                      "while [ $(date +%s%N) -lt $end ]; do echo '2026/12/02 14:53:08.174, 0, 50, 1, 2, 3, 4'; "
+                      "sleep 0.1; done\necho 'lost the GPU' >&2\n")
+    script.chmod(0o755)
+
+
+def _read_until_restarted(sampler: GpuSampler, limit_s: float) -> tuple[int, float | None]:
+    """(the first run's generation, seconds from its end to the next run's first line, or None)."""
+    first, ended_at = 0, None
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        lines = sampler.read(0.05)
+        if lines and not first:
+            first = lines[0].generation
+        if first and sampler.last_error and ended_at is None:
+            ended_at = time.monotonic()
+        if ended_at is not None and any(line.generation != first for line in lines):
+            return first, time.monotonic() - ended_at
+    return first, None
+
+
+def test_a_loop_that_ran_long_is_started_again_at_once(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from kvwatch.collectors.local import LocalTransport
+
+    _fake_nvidia_smi(tmp_path / "bin", run_s=2.5)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    sampler = GpuSampler(LocalTransport(), interval_ms=200, restart_after=2.0)
+    try:
+        first, gap = _read_until_restarted(sampler, 10.0)
+        assert first and gap is not None and gap < 1.0, gap  # the next interval (0.2 s), not restart_after (2 s)
+        assert sampler.last_error == "lost the GPU"
+    finally:
+        sampler.close()
+
+
+def test_a_loop_that_ends_soon_waits_restart_after(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from kvwatch.collectors.local import LocalTransport
+
+    _fake_nvidia_smi(tmp_path / "bin", run_s=0.3)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    sampler = GpuSampler(LocalTransport(), interval_ms=200, restart_after=3.0)
+    try:
+        first, gap = _read_until_restarted(sampler, 10.0)
+        assert first and gap is not None and gap >= 2.5, gap  # a failing loop is not respawned each interval
+    finally:
+        sampler.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -56,3 +57,33 @@ def test_an_idle_or_absent_server_reads_as_idle(server: dict[str, Any]) -> None:
     assert gpu_lines(server["url"], 1, dt.datetime(2026, 12, 2))[0].split(", ")[2] == "0"
     down = gpu_lines("http://127.0.0.1:1", 1, dt.datetime(2026, 12, 2))[0].split(", ")
     assert (down[2], down[3]) == ("0", "1")
+
+
+CUT_SHORT = (
+    b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{",  # IncompleteRead
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{",  # IncompleteRead, chunked
+    b"",  # closed before the status line: RemoteDisconnected
+    b"garbage\r\n\r\n",  # BadStatusLine
+)
+
+
+@pytest.mark.parametrize("answer", CUT_SHORT)
+def test_a_server_killed_mid_answer_reads_as_down(answer: bytes) -> None:
+    """A restart's SIGTERM can cut an answer short; the loop goes on (it used to die on http.client's
+    IncompleteRead, leaving the GPU charts empty for the sampler's restart delay)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_once() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(answer)
+
+    thread = threading.Thread(target=answer_once, daemon=True)
+    thread.start()
+    try:
+        line = gpu_lines(f"http://127.0.0.1:{listener.getsockname()[1]}", 1, dt.datetime(2026, 12, 2))
+    finally:
+        thread.join(5)
+        listener.close()
+    assert line[0].split(", ")[2:4] == ["0", "1"]
