@@ -30,14 +30,12 @@ that both match).
 
 from __future__ import annotations
 
-import posixpath
 import time
-from dataclasses import dataclass
 
-from kvwatch.collectors.base import CollectorError, FileStat, Line, SourceMissing, SourceUnreadable, Transport
+from kvwatch.collectors.base import CollectorError, FileStat, Line, SourceMissing, Transport
 from kvwatch.collectors.lines import MAX_LINE_BYTES, LineSplitter
-from kvwatch.collectors.tail_copies import find_copy, sibling_files, stat_all
-from kvwatch.collectors.tail_rotations import between, compressed
+from kvwatch.collectors.tail_copies import find_copy
+from kvwatch.collectors.tail_drain import Between, Drain, DrainReader, TailStats
 from kvwatch.collectors.tail_state import HEAD_BYTES, MARKER_BYTES, DrainState, TailState, digest
 
 READ_CHUNK = 4 << 20  # per poll and file: one busy file cannot starve the others; 8 MiB made a
@@ -49,28 +47,6 @@ class Unknown:
 
 
 UNKNOWN = Unknown()
-
-
-@dataclass
-class TailStats:
-    bytes_read: int = 0
-    lines: int = 0
-    truncated_lines: int = 0  # longer than max_line: text cut, offset exact
-    replaced_lines: int = 0  # invalid UTF-8 replaced by U+FFFD
-    rotations: int = 0
-    truncations: int = 0
-    replacements: int = 0
-    lost_generations: int = 0  # an old generation vanished before it was drained
-    copies_drained: int = 0  # truncations whose unread rest was drained from a copy (see tail_copies)
-
-
-@dataclass
-class _Drain:
-    split: LineSplitter
-    inode: int
-    path: str | None
-    last_growth: float
-    grows: bool = True  # a renamed file may still be written; a copytruncate copy is complete
 
 
 class Tail:
@@ -127,17 +103,17 @@ class Tail:
         self._marker = b""  # bytes just before _cur.offset (persisted as a digest)
         self._verify = state is not None
         self._vanished = False
-        self._drain: _Drain | None = None
+        self._drain: Drain | None = None
         # Generations between ours and the current file (two or more rotations): read out in the
         # poll that found them, so a failed poll re-finds them from the restored state.
-        self._between: list[tuple[str, int, int]] = []  # (path, inode, generation), oldest first
+        self._between: list[Between] = []  # oldest first
         if state is None:
             return
         self._cur = self._splitter(state.generation, state.offset, state.line_no)
         self._inode = state.inode
         if state.draining is not None:
             d = state.draining
-            self._drain = _Drain(self._splitter(d.generation, d.offset, d.line_no), d.inode, None, 0.0)
+            self._drain = Drain(self._splitter(d.generation, d.offset, d.line_no), d.inode, None, 0.0)
 
     def _splitter(self, generation: int, offset: int, line_no: int) -> LineSplitter:
         return LineSplitter(self.source, generation, offset, line_no, self.max_line)
@@ -200,13 +176,13 @@ class Tail:
         """The path names another file: a rename rotation (old inode found nearby) or a replace."""
         cur = self._cur
         assert cur is not None
-        old = self._find(self._inode)
+        old = self._reader().find(self._inode)
         if old is not None and old != self.path:
             self.stats.rotations += 1
             self._finish_drain()
             split = self._splitter(cur.generation, cur.offset, cur.line_no)
-            self._drain = _Drain(split, self._inode, old, time.monotonic())
-            self._between = self._rotated_between(old, skip=(self._inode, st.inode), generation=cur.generation)
+            self._drain = Drain(split, self._inode, old, time.monotonic())
+            self._between = self._reader().rotated_between(old, (self._inode, st.inode), cur.generation)
             self._new_generation(st, cur.generation + 1 + len(self._between))
             return
         self.stats.replacements += 1
@@ -295,97 +271,29 @@ class Tail:
                 finished = self._poll_drain(final=True)
             self.stats.copies_drained += 1
             split = self._splitter(cur.generation, cur.offset, cur.line_no)
-            self._drain = _Drain(split, copy.inode, copy.path, time.monotonic(), grows=False)
+            self._drain = Drain(split, copy.inode, copy.path, time.monotonic(), grows=False)
         self._new_generation(st, cur.generation + 1)
         return finished
 
-    # -- an old generation after a rename or a copytruncate ----------------------------------
-    def _find(self, inode: int) -> str | None:
-        return self.transport.find_inode(posixpath.dirname(self.path) or ".", inode)
-
-    def _rotated_between(self, ours: str, skip: tuple[int, ...], generation: int) -> list[tuple[str, int, int]]:
-        """The readable generations rotated after `ours`, numbered from `generation` + 1: named as
-        rotated later (collectors/tail_rotations.py) *and* written after it. The time check keeps a
-        counter naming that grows (`mv server.log server.log.$n`) from reading older files again;
-        a tie (one-second mtimes over SSH) is not read. Compressed ones count as lost."""
-        ours_st = self._stat(ours)
-        if ours_st is None or ours_st.mtime <= 0:
-            return []
-        named = between(self.path, ours, sibling_files(self.transport, self.path))
-        found: list[tuple[str, int, int]] = []
-        for path, st in stat_all(self.transport, named).items():  # one round trip, in `named` order
-            if st is None or st.inode in skip or st.mtime <= ours_st.mtime:
-                continue
-            if compressed(path):  # cannot be read at an offset
-                self.stats.lost_generations += 1
-                continue
-            found.append((path, st.inode, generation + 1 + len(found)))
-        self.stats.rotations += len(found)
-        return found
+    # -- an old generation after a rename or a copytruncate (collectors/tail_drain.py) ----------
+    def _reader(self) -> DrainReader:
+        return DrainReader(self.transport, self.path, self.stats, read_chunk=self.read_chunk,
+                           rotate_wait=self.rotate_wait)
 
     def _read_between(self) -> list[Line]:
-        """Each in-between generation whole; one that cannot be read is skipped (counted lost) rather
-        than holding up the current file, as HostFollower would hold the whole source."""
         lines: list[Line] = []
-        for path, inode, generation in self._between:
-            whole = _Drain(self._splitter(generation, 0, 0), inode, path, time.monotonic(), grows=False)
-            try:
-                lines += self._run_drain(whole, final=True)[0]
-            except SourceUnreadable:
-                self.stats.lost_generations += 1
+        for gen in self._between:
+            lines += self._reader().read_whole(gen, self._splitter(gen.generation, 0, 0))
         self._between = []
         return lines
 
     def _poll_drain(self, final: bool = False) -> list[Line]:
         if self._drain is None:
             return []
-        lines, done = self._run_drain(self._drain, final)
+        lines, done = self._reader().run(self._drain, final)
         if done:
             self._drain = None
         return lines
-
-    def _run_drain(self, d: _Drain, final: bool) -> tuple[list[Line], bool]:
-        """Read `d` up to its end; (its lines, whether it is finished: flushed and to be dropped)."""
-        lines: list[Line] = []
-        st = self._drain_stat(d)
-        while st is not None and d.path is not None and st.size > d.split.read_pos:
-            n = min(st.size - d.split.read_pos, self.read_chunk)
-            try:
-                data = self.transport.read(d.path, d.split.read_pos, n)
-            except SourceMissing:  # renamed or removed since the stat: found by inode next poll, or lost
-                d.path = None
-                if not final:
-                    return lines, False
-                st = None
-                break
-            if not data:
-                break
-            if not self._still_there(d):  # renamed again (numbered logrotate) between the stat and the read
-                d.path = None  # found again by inode
-                st = self._drain_stat(d)
-                continue
-            lines += d.split.feed(data)
-            self.stats.bytes_read += len(data)
-            d.last_growth = time.monotonic()
-        if st is None:  # gone (deleted, moved away, compressed) before we read it all
-            self.stats.lost_generations += 1
-        if st is None or final or not d.grows or time.monotonic() - d.last_growth >= self.rotate_wait:
-            return lines + d.split.flush(), True
-        return lines, False
-
-    def _still_there(self, d: _Drain) -> bool:
-        """Is the drained file still at `d.path` after a read by that path? A drain has no bytes of
-        its own to compare a read with, so the path is checked again."""
-        st = self._stat(d.path) if d.path else None
-        return st is not None and st.inode == d.inode
-
-    def _drain_stat(self, d: _Drain) -> FileStat | None:
-        """The drained file's stat, found again by inode if it was renamed (None: it is gone)."""
-        st = self._stat(d.path) if d.path else None
-        if st is None or st.inode != d.inode:
-            d.path = self._find(d.inode)
-            st = self._stat(d.path) if d.path else None
-        return st if st is not None and st.inode == d.inode else None
 
     def _finish_drain(self) -> None:
         if self._drain is not None:  # a second rotation before the first drained: read it out now
