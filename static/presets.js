@@ -1,5 +1,7 @@
 // The controller panel's presets: named flag sets laid over the flags that run now, which the page says
-// plainly (what a preset sets, what it keeps); a preset with a vetoed value is disabled with the reason.
+// plainly (what a preset sets, what it keeps). A preset that sets a vetoed value itself is disabled with
+// the reason; one that only keeps a vetoed value the server runs now (the run was started outside kvwatch)
+// stays selectable, says which kept flag is vetoed, and the editor marks that row until it is removed.
 import { el } from "./dom.js";
 import { fmt } from "./flageditor.js";
 
@@ -33,13 +35,17 @@ export function renderPresets(box, effect, view, on) {
                   " keep the flags that run now");
   box.replaceChildren(none);
   for (const preset of view.presets) {
-    const veto = vetoOf({ ...on.current(), ...preset.flags }, view.vetoes);
+    const veto = vetoOf(preset.flags, view.vetoes);
+    const kept = veto ? null : vetoOf({ ...on.current(), ...preset.flags }, view.vetoes);
     const radio = el("input", { type: "radio", name: "preset", disabled: Boolean(veto), value: preset.name,
                                 "data-testid": `preset-${preset.name}`, onchange: () => pick(preset) });
     box.append(el("label", { class: veto ? "preset vetoed" : "preset", "data-preset": preset.name }, radio, " ",
       el("strong", { text: preset.name }),
       el("span", { class: "muted", text: ` ${preset.description || ""}` }),
       veto ? el("span", { class: "veto", "data-testid": `veto-${preset.name}`,
-                          text: ` vetoed: --${veto.flag}=${veto.value}: ${veto.reason}` }) : null));
+                          text: ` vetoed: --${veto.flag}=${veto.value}: ${veto.reason}` }) : null,
+      kept ? el("span", { class: "veto", "data-testid": `veto-kept-${preset.name}`,
+                          text: ` keeps --${kept.flag} ${fmt(on.current()[kept.flag])} as it runs now, which is vetoed ` +
+                                `(${kept.reason}): remove it below before restarting` }) : null));
   }
 }

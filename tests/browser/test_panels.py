@@ -183,3 +183,39 @@ def test_compare_view_table_markdown_csv_overlay_and_window(two_runs: Any, page:
     shoot(page, "compare.png", "#compare-view")
     assert outside == []
 
+
+
+@pytest.fixture
+def running_vetoed(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A host whose server was started outside kvwatch with a vetoed value (fp8 KV cache)."""
+    monkeypatch.delenv("KVWATCH_TOKEN", raising=False)
+    table = host_table(tmp_path, free_port())
+    (tmp_path / "logs").mkdir()
+    host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"],
+                      launch=table["launch"] + " --kv-cache-dtype fp8_e4m3",
+                      tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+    config = Config(server=ServerConfig(data_dir=str(tmp_path), database="kvwatch.db", token=TOKEN), hosts=(host,))
+    return str(serve_app(create_app(build_services(config))).url)
+
+
+def test_a_preset_kept_from_a_vetoed_run_can_be_picked_and_the_kept_flag_is_marked(running_vetoed: str,
+                                                                                    page: Any) -> None:
+    """Only a preset that sets a vetoed value itself is disabled; one that would keep the vetoed value
+    the server runs now says so, and picking it marks that row in the editor until it is removed."""
+    outside = open_page(page, running_vetoed)
+    page.wait_for_selector("[data-testid=preset-bf16-hicache-088]")
+    assert page.locator("[data-testid=preset-fp8-hicache-090]").is_disabled()
+    assert page.locator("[data-testid=veto-kept-fp8-hicache-090]").count() == 0
+    kept = page.locator("[data-testid=veto-kept-bf16-hicache-088]").inner_text()
+    assert "--kv-cache-dtype fp8_e4m3" in kept and "degrades the model noticeably" in kept, kept
+    assert page.locator("[data-testid=preset-bf16-hicache-088]").is_enabled()
+    page.locator("[data-testid=preset-bf16-hicache-088]").check()
+    page.wait_for_selector("tr[data-flag=kv-cache-dtype][data-problem=vetoed]", timeout=30_000)
+    assert page.locator("#ctl-review").is_disabled()
+    shoot(page, "controller-kept-veto.png", "#controller-panel")
+    page.locator("[data-testid=flag-remove-kv-cache-dtype]").click()
+    page.wait_for_function("!document.getElementById('ctl-review').disabled", timeout=15_000)
+    assert page.locator("tr[data-problem]").count() == 0
+    diff = page.locator("#ctl-diff").inner_text()
+    assert "--kv-cache-dtype" in diff and "--mem-fraction-static" in diff, diff
+    assert outside == []
