@@ -19,6 +19,7 @@ from contextlib import contextmanager
 # Two cores here; API requests, the alert loop and the relay rarely read at the same instant, and a
 # read holds its connection for one statement.
 READERS = 4
+CLOSED_CHECK_S = 0.2  # how soon a thread waiting for a connection notices the store closed
 
 
 class ReaderPool:
@@ -42,7 +43,12 @@ class ReaderPool:
         try:
             yield reader
         finally:
-            self._idle.put(reader)
+            with self._lock:
+                closed = self._closed
+            if closed:  # the store closed during this read: the connection is closed already
+                reader.close()
+            else:
+                self._idle.put(reader)
 
     def close(self) -> None:
         """Closes every connection; the caller makes sure no read is running (the store's close)."""
@@ -66,7 +72,13 @@ class ReaderPool:
                 reader = self._open()
                 self._opened.append(reader)
                 return reader
-        return self._idle.get()
+        while True:  # every connection is out: wait for one, but not past the store's close
+            try:
+                return self._idle.get(timeout=CLOSED_CHECK_S)
+            except queue.Empty:
+                with self._lock:
+                    if self._closed:
+                        raise sqlite3.ProgrammingError("Cannot operate on a closed database.") from None
 
     def _open(self) -> sqlite3.Connection:
         """Autocommit, so every statement reads the newest committed state."""

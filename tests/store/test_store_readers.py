@@ -113,3 +113,30 @@ def test_a_read_waits_for_a_reader_when_all_are_busy(tmp_path: Path) -> None:
         pass
     with pytest.raises(ValueError, match="at least one"):
         ReaderPool(path, size=0)
+
+
+def test_a_read_waiting_when_the_store_closes_gets_an_error_not_a_hang(tmp_path: Path) -> None:
+    path = str(tmp_path / "kvwatch.db")
+    SqliteStore(path).close()
+    pool = ReaderPool(path, size=1)
+    outcome: list[str] = []
+
+    def waiting_read() -> None:
+        try:
+            with pool.connection():
+                outcome.append("got a connection")
+        except sqlite3.ProgrammingError as exc:
+            outcome.append(str(exc))
+
+    with pool.connection() as busy:
+        waiter = threading.Thread(target=waiting_read, daemon=True)
+        waiter.start()
+        time.sleep(0.3)
+        pool.close()  # the store's close while a read still holds the only connection
+        waiter.join(5)
+        assert not waiter.is_alive(), "a read waiting for a connection hung after the close"
+        assert outcome == ["Cannot operate on a closed database."]
+        with pytest.raises(sqlite3.ProgrammingError):
+            busy.execute("SELECT 1")
+    with pytest.raises(sqlite3.ProgrammingError), pool.connection():  # the returned one was not put back
+        pass
