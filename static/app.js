@@ -611,8 +611,8 @@ async function main() {
   renderRangeButtons($("range-picker"), state.range, pickRange);
   const alerts = refreshAlerts();  // the banner does not wait for plotly.js or the charts
   const picker = $("host-picker");
-  const [hosts, { charts }] = await Promise.all([fetchHosts(), catalog]);
-  renderChartSlots($("charts"), charts);
+  const [hosts, { charts, metrics }] = await Promise.all([fetchHosts(), catalog]);
+  renderChartSlots($("charts"), charts, metrics);
   state.hosts = hosts;
   for (const host of state.hosts) picker.add(new Option(host.name, host.name));
   picker.addEventListener("change", () => pickHost(picker.value));

@@ -14,6 +14,8 @@ function toX(points) {
 
 // Lines break at gaps: two points further apart than a few sampling intervals get a null between them
 // (with connectgaps false), so a collector that was away for ten minutes is not drawn as a straight line.
+// A trace sampled on change (`steps`: a count, sampled when it moves) never breaks: a long way between
+// two samples means it held its value, and it is drawn as steps.
 const GAP_STEPS = 5;
 const MIN_GAP_S = 5;
 
@@ -41,6 +43,7 @@ export function withGaps(points, limit, after) {
 }
 
 function gapped(element, index, points) {
+  if (element.stepTraces?.[index]) return points;
   element.gapLimits = element.gapLimits || [];
   element.gapLimits[index] = gapLimit(points) ?? element.gapLimits[index] ?? null;
   return withGaps(points, element.gapLimits[index]);
@@ -48,6 +51,7 @@ function gapped(element, index, points) {
 
 // Live points keep the limit their trace's history set (or learn one from what they bring).
 function gappedAfter(element, index, points) {
+  if (element.stepTraces?.[index]) return points;
   element.gapLimits = element.gapLimits || [];
   if (!element.gapLimits[index]) element.gapLimits[index] = gapLimit(points);
   return withGaps(points, element.gapLimits[index], lastTime(element, index));
@@ -86,6 +90,7 @@ export function createChart(element, panel, { series = [], range = null, markers
     uirevision: "keep",
   };
   element.threshold = panel.threshold;
+  element.stepTraces = panel.traces.map((trace) => Boolean(trace.steps));
   if (range) Object.assign(layout.xaxis, { range: range.map((t) => new Date(t * 1000)), autorange: false });
   Object.assign(layout, markerLayout(element, markers, labels, range || shownRange(element, markers)));
   element.markerCount = markers.length;
@@ -97,7 +102,7 @@ export function createChart(element, panel, { series = [], range = null, markers
     return {
       x: toX(shown[i]), y: shown[i].map(([, v]) => v), name: plainText(trace.name), type: "scatter",
       connectgaps: false, mode: "lines", yaxis: trace.axis || "y", visible: trace.hidden ? "legendonly" : true,
-      line: { width: trace.rank ? 1 : 2, color: cssVar(color) }, opacity: trace.rank ? 0.75 : 1, meta: { color },
+      line: { width: trace.rank ? 1 : 2, color: cssVar(color), ...(trace.steps ? { shape: "hv" } : {}) }, opacity: trace.rank ? 0.75 : 1, meta: { color },
     };
   });
   element.received = data.reduce((sum, trace) => sum + trace.x.length, 0);

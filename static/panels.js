@@ -7,19 +7,21 @@ import { el } from "./dom.js";
 // Filled once by renderChartSlots, in place: the modules that import it keep the same array.
 export const PANELS = [];
 
-// The served chart in the shape charts.js draws: absent options are undefined, not JSON's null.
-function panelOf(chart) {
+// The served chart in the shape charts.js draws: absent options are undefined, not JSON's null. A trace
+// whose metric the catalog says is sampled on change (a count) is drawn as steps (`steps`).
+function panelOf(chart, sampling) {
   return {
     id: chart.id, title: chart.title, yFormat: chart.y_format || undefined,
     yrange: chart.y_range ?? undefined, threshold: chart.threshold ?? undefined, perGpu: chart.per_gpu ?? undefined,
     traces: chart.traces.map((trace) => ({ metric: trace.metric, name: trace.name, axis: trace.axis,
-                                           hidden: trace.hidden })),
+                                           hidden: trace.hidden, steps: sampling.get(trace.metric) === "on_change" })),
   };
 }
 
-// A section for each chart the catalog declares, in its order.
-export function renderChartSlots(container, charts) {
-  PANELS.splice(0, PANELS.length, ...charts.map(panelOf));
+// A section for each chart the catalog declares, in its order; `metrics`: the catalog's entries.
+export function renderChartSlots(container, charts, metrics = []) {
+  const sampling = new Map(metrics.map((m) => [m.name, m.sampling]));
+  PANELS.splice(0, PANELS.length, ...charts.map((chart) => panelOf(chart, sampling)));
   container.replaceChildren(...PANELS.map((panel) => el("section", { class: "chart", id: panel.id,
                                                                      "data-testid": panel.id,
                                                                      "aria-label": panel.title })));

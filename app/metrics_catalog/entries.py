@@ -16,6 +16,10 @@ from typing import Any, Literal
 from kvwatch.app.metrics_catalog.charts import chart_of
 
 Rule = Literal["sum", "max", "mean", "weighted_mean"]
+# "interval": sampled while its source reports (a log line, a GPU sample), so a long silence is a hole
+# in what we know; "on_change": a sample only when the value changes (an output file's line count), so
+# between two samples it held the first one's value - the page draws it as steps, never broken.
+Sampling = Literal["interval", "on_change"]
 RULES: tuple[Rule, ...] = ("sum", "max", "mean", "weighted_mean")
 
 
@@ -42,6 +46,7 @@ class MetricInfo:
     base: str | None = None  # an extra's own entry names the series it is derived from
     known: bool = True  # False: not in the catalog, rule guessed from the name
     rank_parts: str = "dp"  # what `over_ranks` combines: DP ranks, or output files ("file")
+    sampling: Sampling = "interval"
 
     @property
     def chart(self) -> str | None:
@@ -88,7 +93,7 @@ _ENTRIES: tuple[MetricInfo, ...] = (
     _e("accept_rate", "ratio", "speculative acceptance rate", "weighted_mean", **_ACCEPT),
     _e("prefix_cache_hit_rate", "ratio", "prefix cache hit rate", "mean"),
     _e("completions", "requests", "completions (output file lines)", "sum",
-       drops_silent=False, rank_parts="file"),
+       drops_silent=False, rank_parts="file", sampling="on_change"),
     _e("completion_rate", "1/s", "completions per second", "sum", drops_silent=False,
        rank_parts="file"),
     _e("client_done", "requests", "client progress: done", "sum", drops_silent=False),

@@ -13,6 +13,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from kvwatch.app.compare.render import MARKDOWN_METRICS, cell
+from kvwatch.app.metrics_catalog.entries import info
 from kvwatch.app.report.data import ReportData
 
 ALERT_USAGE = 0.95
@@ -66,7 +67,9 @@ def figure(data: ReportData) -> go.Figure | None:
         for metric, legend in metrics:
             t, v = data.series[metric]
             x = pd.to_datetime(t, unit="s", utc=True)
-            fig.add_trace(go.Scatter(x=x, y=v, mode="lines", name=legend, line={"width": 1.3}), row=row, col=1)
+            steps = {"shape": "hv"} if info(metric).sampling == "on_change" else {}  # held between samples
+            fig.add_trace(go.Scatter(x=x, y=v, mode="lines", name=legend, line={"width": 1.3, **steps}),
+                          row=row, col=1)
             if metric == "token_usage":
                 fig.add_hline(y=ALERT_USAGE, line={"dash": "dot", "color": "#c0392b"}, row=row, col=1)
     for start, run_id in data.run_starts:

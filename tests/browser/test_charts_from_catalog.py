@@ -88,3 +88,31 @@ def test_a_grown_table_is_drawn_with_no_change_to_the_page(serve: Any, page: Any
                                             *[f"GPU{gpu}" for gpu in range(GPUS)]]
     assert drawn["chart-requests"]["names"][2].startswith("swapped")
     assert outside == []
+
+
+def test_a_count_sampled_on_change_is_drawn_as_steps_and_never_broken(tmp_path: Path, serve_app: Any,
+                                                                      page: Any) -> None:
+    """The catalog says completions are sampled on change (an output file's line count): a restart's
+    two quiet minutes are a flat step on the "done" line, not a hole; a log series still breaks."""
+    run = ScriptedRun(tmp_path)
+    services = build_services(run.config())
+    start = int(time.time()) - 3000
+    counts = [(start + s, float(s)) for s in range(0, 300, 2)]  # a completion every 2 s ...
+    counts += [(start + 420 + s, float(300 + s)) for s in range(0, 300, 2)]  # ... none for 120 s, then again
+    services.store.commit(Batch("gpu1", "outputs", "/prepared/old/raw_responses.jsonl",
+                                [Sample("completions", "", t, v) for t, v in counts]))
+    throughput = [Sample("gen_throughput", "", t, 900.0) for t, _ in counts]
+    services.store.commit(Batch("gpu1", "server_log", "/logs/old.log", throughput))
+    outside = open_dashboard(page, str(serve_app(create_app(services)).url))
+    read = """(id) => { const t = document.getElementById(id).data[0];
+      return { x: t.x.map((x) => new Date(x).getTime() / 1000), y: t.y, shape: t.line.shape || 'linear' }; }"""
+    page.wait_for_function(f"document.getElementById('chart-completions').data[0].x.some((x) => "
+                           f"new Date(x).getTime() / 1000 === {start + 420})")
+    done, tok = page.evaluate(read, "chart-completions"), page.evaluate(read, "chart-throughput")
+    assert done["shape"] == "hv" and tok["shape"] == "linear"
+    quiet = [y for x, y in zip(done["x"], done["y"], strict=True) if start + 298 <= x <= start + 420]
+    assert quiet == [298.0, 300.0], quiet  # the step: the last count before, the first after, no null
+    assert None not in done["y"]
+    hole = [x for x, y in zip(tok["x"], tok["y"], strict=True) if y is None and start < x < start + 420]
+    assert len(hole) == 1, hole  # the log series breaks where its source was silent
+    assert outside == []

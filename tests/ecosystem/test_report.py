@@ -99,3 +99,19 @@ def test_report_renders_offline_in_chromium(collected: tuple[Path, list[str]], t
     assert page.locator(".js-plotly-plot .scatterlayer .trace").count() >= 4  # usage, running, queued, gen tok/s
     assert refused == [] and errors == []
     page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+
+
+def test_the_report_draws_a_count_sampled_on_change_as_steps() -> None:
+    """Completions are sampled when the count moves (the catalog's `sampling`): held between samples."""
+    import numpy as np
+
+    from kvwatch.app.report.data import ReportData, Window
+    from kvwatch.app.report.html import figure
+
+    t = np.array([0.0, 2.0, 200.0])
+    data = ReportData("gpu1", Window(), 300.0, series={"completions": (t, np.array([1.0, 2.0, 3.0])),
+                                                        "token_usage": (t, np.array([0.5, 0.6, 0.7]))})
+    fig = figure(data)
+    assert fig is not None
+    shapes = {trace.name: trace.line.shape for trace in fig.data}
+    assert shapes["completions"] == "hv" and shapes["token usage"] is None, shapes
