@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from kvwatch.parsers.base import Record
 from kvwatch.parsers.header import parse_tags
+from kvwatch.parsers.pools import TOKEN_PARTS, USAGE_PARTS
 from kvwatch.parsers.sglang import SglangParser
 from kvwatch.parsers.shapes import Shape
 
@@ -127,6 +128,7 @@ class _Split:
                 columns[name] = _booleans(self.data, starts)
             else:
                 columns[name] = _numbers(self.data, starts, ends, kind)
+        _pool_totals(columns)
         return pa.Table.from_pydict(columns)
 
     def _trim(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -238,6 +240,17 @@ class ColumnarSglang:
         for offset, text in enumerate(texts):
             records += self.parser.feed(first + offset, _strip_cr(text))
         return records
+
+
+def _pool_totals(columns: dict[str, pa.Array]) -> None:
+    """parsers.pools's `token_usage` and `token` of a hybrid model's lines, as columns."""
+    for total, parts in (("token_usage", USAGE_PARTS), ("token", TOKEN_PARTS)):
+        present = [columns[name] for name in parts if name in columns and columns[name].type != pa.bool_()]
+        if total in columns or not present or (total == "token" and "full_token" not in columns):
+            continue
+        if len({array.type for array in present}) > 1:  # a value logged as 1 on one line, 0.5 on another
+            present = [array.cast(pa.float64()) for array in present]
+        columns[total] = pc.max_element_wise(*present) if len(present) > 1 else present[0]
 
 
 def _matches(shape: Shape, lines: pa.Array) -> np.ndarray:

@@ -1,7 +1,8 @@
 """SGLang server log, every release 0.2 -> 0.5.23 (formats: reference/sglang-and-vllm-log-formats.md).
 
 - `Decode batch` / `Prefill batch` lines -> `decode` / `prefill` (key/value pairs, not a fixed
-  regex: any order, unknown keys kept, `[N]` iteration counter -> `iter`, trailing `, ` or not);
+  regex: any order, unknown keys kept, `[N]` iteration counter -> `iter`, trailing `, ` or not;
+  a hybrid model's per-pool values also give `token_usage` and `token`: parsers.pools);
 - `max_total_num_tokens=...` -> `capacity`; `KV Cache is allocated. ...` -> `kv_cache`;
 - `server_args=...` -> `server_args` with the flags as a dict in `args`;
 - events and multi-line tracebacks -> `event` (see parsers.events);
@@ -18,6 +19,7 @@ from typing import ClassVar
 from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
 from kvwatch.parsers.header import Header, parse_header, search_header, stamp
+from kvwatch.parsers.pools import add_pool_totals
 from kvwatch.parsers.prefixes import peel, strip_repeats
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.shapes import BatchShapes
@@ -153,6 +155,7 @@ class SglangParser(TracebackMixin):
                     if record is not None:
                         self._shapes.learn(start[1], own)
                 if record is not None:
+                    add_pool_totals(record)  # a hybrid model's pools: SGLang's own token usage
                     return [record]
         if is_access_line(text):
             self.health.access += 1

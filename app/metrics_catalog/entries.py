@@ -73,8 +73,11 @@ _PER_GPU_HOT = (Extra("max", "max"),)
 _PER_GPU_TOTAL = (Extra("total", "sum"),)
 
 _ENTRIES: tuple[MetricInfo, ...] = (
+    # A hybrid model's lines log each pool; its token_usage and token are SGLang's own totals of them
+    # (the fullest pool; parsers/pools.py).
     _e("token_usage", "ratio", "KV token usage", "max"),
     _e("full_token_usage", "ratio", "full-attention token usage", "max"),
+    _e("swa_token_usage", "ratio", "sliding-window token usage", "max"),
     _e("mamba_usage", "ratio", "mamba state usage", "max"),
     _e("pre_allocated_usage", "ratio", "pre-allocated usage", "max"),
     _e("cpu_token_usage", "ratio", "CPU KV token usage", "max"),
@@ -85,6 +88,8 @@ _ENTRIES: tuple[MetricInfo, ...] = (
     _e("input_throughput", "tokens/s", "input throughput", "sum"),
     _e("token", "tokens", "KV tokens in use", "sum"),
     _e("full_token", "tokens", "full-attention tokens in use", "sum"),
+    _e("swa_token", "tokens", "sliding-window tokens in use", "sum"),
+    _e("mamba_num", "requests", "mamba state slots in use", "sum"),
     _e("new_seq", "requests", "admitted requests (prefill #new-seq)", "sum"),
     _e("new_token", "tokens", "prefill new tokens", "sum"),
     _e("cached_token", "tokens", "prefill cached tokens", "sum"),

@@ -187,3 +187,36 @@ def test_naive_stamps_across_a_dst_change_agree(store: Store) -> None:
     assert len(t_live) > 1000
     np.testing.assert_array_equal(t_bulk, t_live)
     np.testing.assert_array_equal(v_bulk, v_live)
+
+
+def hybrid_log(steps: int, seed: int = 11) -> list[str]:
+    """A 2-rank DP run of a sliding-window model (gpt-oss, MiMo): per-pool counts, no `token usage`."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for step in range(steps):
+        ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(START + step))
+        for rank in range(2):
+            full, swa = rng.random(), rng.random()
+            out.append(f"[{ts} DP{rank} TP{rank} EP{rank}] Decode batch, #running-req: {rng.randint(1, 90)}, "
+                       f"#full token: {int(full * 250000)}, full token usage: {full:.2f}, "
+                       f"#swa token: {int(swa * 990000)}, swa token usage: {swa:.2f}, cuda graph: True, "
+                       f"gen throughput (token/s): {rng.uniform(100, 1500):.2f}, #queue-req: {rng.randint(0, 40)}")
+    return out
+
+
+def test_a_hybrid_models_usage_is_the_fullest_pool_on_both_paths(store: Store) -> None:
+    texts = hybrid_log(columns.BULK_LINES)
+    lines = as_lines(texts)
+    deliver(store, "live", lines, [100] * (len(lines) // 100 + 1))
+    deliver(store, "bulk", lines, [len(lines)])
+    last = texts[-1]  # DP1's last line
+    full = float(last.split("full token usage: ")[1].split(",")[0])
+    swa = float(last.split("swa token usage: ")[1].split(",")[0])
+    for host in ("live", "bulk"):
+        assert store.latest(host, "token_usage", "DP1")[1] == pytest.approx(max(full, swa)), host
+        assert ("token", "DP0") in store.catalog(host) and ("swa_token_usage", "") in store.catalog(host)
+    t_live, v_live = by_time(*store.series("live", "token_usage"))
+    t_bulk, v_bulk = by_time(*store.series("bulk", "token_usage"))
+    np.testing.assert_array_equal(t_bulk, t_live)
+    np.testing.assert_allclose(v_bulk, v_live)
+    assert v_live.max() > 0.95  # what the usage alert reads: a full sliding-window pool shows
