@@ -23,6 +23,8 @@ UNMODELED_MEMORY = frozenset({
     "cuda-graph-max-bs", "chunked-prefill-size", "max-prefill-tokens", "speculative-algorithm",
     "enable-dp-attention", "ep-size",
 })
+# Flags that split the same memory between a hybrid model's pools (full-attention and sliding-window).
+UNMODELED_SPLIT = frozenset({"swa-full-tokens-ratio"})
 VLLM_FRACTION, VLLM_MAX_RUNNING, VLLM_LENGTH = "gpu-memory-utilization", "max-num-seqs", "max-model-len"
 VLLM_DEFAULT_FRACTION = 0.9  # vLLM's default --gpu-memory-utilization
 
@@ -221,6 +223,11 @@ def risks(inputs: Inputs, merged: dict[str, Any], changes: dict[str, Any], pool:
     if unmodeled:
         found.append({"kind": "not_modeled", "message": (
             f"the effect of --{', --'.join(unmodeled)} on GPU memory is not modeled: the numbers assume none")})
+    split = sorted(n for n in changes if n in UNMODELED_SPLIT)
+    if split:
+        found.append({"kind": "not_modeled", "message": (
+            f"how --{', --'.join(split)} splits the same memory between the full-attention and sliding-window "
+            "pools is not modeled: the numbers are the running config's")})
     if pool.tokens is None:
         found.append({"kind": "unknown", "message": pool.basis})
     return found

@@ -16,7 +16,8 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 Points = tuple[FloatArray, FloatArray]  # (t epoch seconds, v)
 WINDOW_METRICS = ("token_usage", "running_req", "queue_req", "gen_throughput", "token", "new_seq",
-                  "new_token", "cached_token", "completions", "client_done")
+                  "new_token", "cached_token", "completions", "client_done",
+                  "full_token_usage", "swa_token_usage")  # a sliding-window model's two pools
 
 
 def points(t: list[float] | FloatArray, v: list[float] | FloatArray) -> Points:
@@ -75,6 +76,8 @@ class Signals:
     completions_growth: float | None  # output-file lines added in the window (None: not counted)
     client_lines: int  # client progress lines in the window
     last_sample_t: float | None
+    full_usage_p50: float | None = None  # a sliding-window model's full-attention pool (parsers/pools.py)
+    swa_usage_p50: float | None = None  # ... and its sliding-window pool; None: not such a model
 
 
 def _pct(points_: Points, q: float) -> float | None:
@@ -124,4 +127,6 @@ def signals(snapshot: Snapshot) -> Signals:
         completions_growth=_growth(completions) if snapshot.outputs or len(completions[1]) else None,
         client_lines=len(snapshot.get("client_done")[1]),
         last_sample_t=max(times) if times else None,
+        full_usage_p50=_pct(snapshot.get("full_token_usage"), 50),
+        swa_usage_p50=_pct(snapshot.get("swa_token_usage"), 50),
     )

@@ -11,6 +11,8 @@ from kvwatch.app.diagnosis.snapshot import Signals, Snapshot
 Predictor = Callable[[dict[str, Any]], dict[str, Any]]  # flag changes -> a prediction (see predict.py)
 FRACTION_STEP = 0.02
 ROOM_USAGE = 0.90  # plan new concurrency to fill the pool this far, leaving SGLang its reserve
+SWA_RATIO, SWA_RATIO_STEP = "swa-full-tokens-ratio", 0.1
+POOL_GAP = 0.15  # one pool this much fuller than the other (medians): the split is what to move
 
 
 def _advice(action: str, flags: dict[str, Any] | None = None, predictor: Predictor | None = None) -> dict[str, Any]:
@@ -31,8 +33,29 @@ def _room(snapshot: Snapshot, sig: Signals) -> float | None:
     return snapshot.max_total_num_tokens * ROOM_USAGE / sig.tokens_per_request
 
 
+def _pool_split(snapshot: Snapshot, sig: Signals, predictor: Predictor | None) -> list[dict[str, Any]]:
+    """A sliding-window model whose one pool fills while the other has room: SGLang's
+    --swa-full-tokens-ratio (SWA layer tokens / full layer tokens, 0..1) moves tokens between them."""
+    full, swa = sig.full_usage_p50, sig.swa_usage_p50
+    if full is None or swa is None or abs(swa - full) < POOL_GAP:
+        return []
+    value = snapshot.flags.get(SWA_RATIO)
+    ratio = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    raise_it = swa > full
+    which = (f"the sliding-window pool fills (swa token usage median {swa:.2f}, full {full:.2f})" if raise_it
+             else f"the full-attention pool fills (full token usage median {full:.2f}, swa {swa:.2f})")
+    if ratio is None:
+        return [_advice(f"{which}: {'raise' if raise_it else 'lower'} --{SWA_RATIO} from the model's default "
+                        "to give that pool more of the same memory")]
+    new = round(min(1.0, ratio + SWA_RATIO_STEP) if raise_it else max(0.05, ratio - SWA_RATIO_STEP), 2)
+    if new == ratio:
+        return []
+    return [_advice(f"{which}: --{SWA_RATIO} {ratio} -> {new} gives that pool more of the same memory",
+                    {SWA_RATIO: new}, predictor)]
+
+
 def _kv_bound(snapshot: Snapshot, sig: Signals, predictor: Predictor | None) -> list[dict[str, Any]]:
-    out = []
+    out = _pool_split(snapshot, sig, predictor)
     fraction = _fraction(snapshot)
     if fraction is not None:
         higher = round(fraction + FRACTION_STEP, 2)

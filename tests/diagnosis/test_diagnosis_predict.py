@@ -162,3 +162,9 @@ def test_two_runs_of_one_dtype_measure_the_pool_growth_per_fraction() -> None:
 def test_a_run_without_its_flags_says_which_fraction_was_assumed() -> None:
     result = predict(inputs(flags={}), {"mem-fraction-static": 0.88})
     assert "assumed 0.85" in result.basis["running_fraction"]
+
+
+def test_moving_a_hybrid_models_pool_split_is_named_as_not_modeled() -> None:
+    result = predict(inputs(), {"swa-full-tokens-ratio": 0.6})
+    assert [r["kind"] for r in result.risks] == ["not_modeled"]
+    assert "splits the same memory between the full-attention and sliding-window pools" in result.risks[0]["message"]

@@ -165,3 +165,29 @@ def test_kv_bound_advice_carries_predicted_effects() -> None:
     result = diagnose(window(series, flags={"mem-fraction-static": 0.88, "kv-cache-dtype": "auto"}), predictor)
     assert calls[:2] == [{"mem-fraction-static": 0.9}, {"kv-cache-dtype": "fp8_e4m3"}]
     assert all("predicted" in s for s in result.suggestions if s["flags"])
+
+
+def test_a_sliding_window_model_whose_swa_pool_fills_is_told_to_move_the_split() -> None:
+    """gpt-oss / MiMo: the swa pool at 0.97 while the full-attention pool sits at 0.30. token_usage is
+    the fullest pool (parsers/pools.py), so the run is KV-bound, and the first advice is the split."""
+    series = busy(usage=0.97, running=61, queue=40, throughput=1302.11, tokens=981_504)
+    series["full_token_usage"], series["swa_token_usage"] = level(0.30), level(0.97)
+    calls: list[dict[str, object]] = []
+
+    def predictor(flags: dict[str, object]) -> dict[str, object]:
+        calls.append(flags)
+        return {"risks": []}
+
+    result = diagnose(window(series, flags={"mem-fraction-static": 0.85, "swa-full-tokens-ratio": 0.5}), predictor)
+    assert result.verdict == "kv_bound"
+    first = result.suggestions[0]
+    assert first["flags"] == {"swa-full-tokens-ratio": 0.6}, result.suggestions
+    assert "swa token usage median 0.97, full 0.30" in first["action"] and "predicted" in first
+    assert calls[0] == {"swa-full-tokens-ratio": 0.6}
+    # no ratio set: said in words; pools alike: no split advice
+    unset = diagnose(window(series, flags={"mem-fraction-static": 0.85}))
+    assert "raise --swa-full-tokens-ratio from the model's default" in unset.suggestions[0]["action"]
+    assert unset.suggestions[0]["flags"] is None
+    series["full_token_usage"] = level(0.90)
+    alike = diagnose(window(series, flags={"swa-full-tokens-ratio": 0.5}))
+    assert not any("swa-full-tokens-ratio" in s["action"] for s in alike.suggestions)
