@@ -6,6 +6,12 @@ temperature.gpu --format=csv,noheader,nounits -lms 1000`. nvidia-smi's own heade
 (`timestamp, index, utilization.gpu [%], memory.used [MiB], ...`) sets the columns for the lines that
 follow. Units are stripped (`100 %` -> 100), `[N/A]`/`[Not Supported]` cells are left out, the stamp
 `2026/12/02 14:53:08.174` becomes `ts` `2026-12-02T14:53:08.174`.
+
+A GPU that fell off the bus or needs a reset (XID 79, 48, ...) reads `[GPU requires reset]` or
+`[GPU is lost]` in its cells, and nvidia-smi may print `Unable to determine the device handle for GPU
+0000:3B:00.0: Unknown Error` instead of its row. Such a cell is never a value (left out like
+`[N/A]`); the fault becomes an `error` event, once when it appears (not every sample), again only
+after the GPU read normally in between.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ _KNOWN = {
 _STAMP = re.compile(r"(\d{4})/(\d{2})/(\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)")
 _HEADER_CELL = re.compile(r"[a-z][a-z_.]*(?: \[[^\]]*\])?")
 _MISSING = ("[N/A]", "N/A", "[Not Supported]", "[Unknown Error]", "[Insufficient Permissions]", "")
+_LOST_GPU = "Unable to determine the device handle for GPU"
 
 
 def _column_name(cell: str) -> str:
@@ -57,6 +64,7 @@ class NvidiaSmiParser:
     def __init__(self) -> None:
         self.health = ParseHealth()
         self.columns: tuple[str, ...] = tuple(_column_name(c) for c in COLLECTOR_COLUMNS)
+        self._faults: dict[object, str] = {}  # GPU (index, or the device's bus id) -> the fault said last
 
     def feed(self, line_no: int, text: str) -> list[Record]:
         self.health.lines += 1
@@ -64,25 +72,55 @@ class NvidiaSmiParser:
         if _is_header(cells):
             self.columns = tuple(_column_name(cell) for cell in cells)
             return []
+        if text.startswith(_LOST_GPU):  # `... for GPU 0000:3B:00.0: Unknown Error`: the bus id names it
+            device = text[len(_LOST_GPU):].rsplit(": ", 1)[0].strip()
+            return self._counted(self._fault(line_no, None, device, text.strip()))
+        status: list[str] = []
         try:
-            record = self._row(line_no, cells)
+            record = self._row(line_no, cells, status)
         except Exception:  # never raise: one odd line must not stop the stream
             record = None
         if record is None:
             self.health.unparsed += 1
             return []
-        self.health.records += 1
-        return [record]
+        gpu = record["gpu"]
+        if not status:
+            self._faults.pop(gpu, None)
+            return self._counted([record])
+        kept = [record] if set(record) - {"kind", "line", "ts", "gpu"} else []  # some cells still read
+        return self._counted(kept + self._fault(line_no, record.get("ts"), gpu, f"GPU {gpu}: {status[0].strip('[]')}"))
 
     def flush(self) -> list[Record]:
         return []
 
-    def _row(self, line_no: int, cells: list[str]) -> Record | None:
+    def _counted(self, records: list[Record]) -> list[Record]:
+        if records:
+            self.health.records += len(records)
+        else:  # a fault said again: a well-formed line with nothing new
+            self.health.ignored += 1
+        return records
+
+    def _fault(self, line_no: int, ts: object, gpu: object, message: str) -> list[Record]:
+        """An `error` event for a GPU fault, unless this GPU said the same last time."""
+        if self._faults.get(gpu) == message:
+            return []
+        self._faults[gpu] = message
+        record: Record = {"kind": "event", "line": line_no}
+        if isinstance(ts, str):
+            record["ts"] = ts
+        record.update({"tags": {}, "event": "error", "message": message})
+        return [record]
+
+    def _row(self, line_no: int, cells: list[str], status: list[str]) -> Record | None:
+        """The row's record; a cell in brackets that is not a known gap goes to `status`, not the record."""
         if len(cells) != len(self.columns):
             return None
         record: Record = {"kind": "gpu", "line": line_no}
         for name, cell in zip(self.columns, cells, strict=True):
             if cell in _MISSING:
+                continue
+            if cell.startswith("[") and cell.endswith("]"):
+                status.append(cell)
                 continue
             if name == "ts":
                 stamp = _STAMP.fullmatch(cell)
