@@ -1,6 +1,8 @@
 // What the charts mark: run boundaries with the flags that changed, server starts and failures.
 
-const FAILURES = new Set(["crash", "oom", "exception", "watchdog_timeout"]);
+// `error`: SGLang's "Initialization failed" / "Health check failed", and a GPU that needs a reset or
+// fell off the bus (parsers/nvidia_smi.py): its message is the marker's hover text.
+const FAILURES = new Set(["crash", "oom", "exception", "watchdog_timeout", "error"]);
 
 function epoch(value) {
   if (typeof value === "number") return value;
@@ -56,7 +58,8 @@ export function eventMarkers(events, runs) {
     if (event.event === "ready" && !starts.some((s) => Math.abs(s - t) < 120)) {
       out.push({ t, kind: "restart", label: "server start" });
     } else if (FAILURES.has(event.event)) {
-      out.push({ t, kind: "failure", label: event.event });
+      out.push({ t, kind: "failure", label: event.event,
+                 detail: event.message ? [event.event, String(event.message)] : undefined });
     }
   }
   return out;

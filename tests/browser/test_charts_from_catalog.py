@@ -116,3 +116,25 @@ def test_a_count_sampled_on_change_is_drawn_as_steps_and_never_broken(tmp_path: 
     hole = [x for x, y in zip(tok["x"], tok["y"], strict=True) if y is None and start < x < start + 420]
     assert len(hole) == 1, hole  # the log series breaks where its source was silent
     assert outside == []
+
+
+def test_a_gpu_fault_is_a_failure_marker_with_its_message(tmp_path: Path, serve_app: Any, page: Any) -> None:
+    """nvidia-smi's `[GPU requires reset]` is an `error` event (parsers/nvidia_smi.py); the page marks
+    it on the charts like a crash, its message in the label's hover text (as text, not markup)."""
+    from kvwatch.app.bus import EventBus
+    from kvwatch.app.pipeline.sink import StoreSink
+    from kvwatch.collectors.base import Line
+
+    run = ScriptedRun(tmp_path)
+    services = build_services(run.config())
+    stamp = time.strftime("%Y/%m/%d %H:%M:%S.000", time.gmtime(time.time() - 60))
+    fault = f"{stamp}, 1, " + ", ".join(["[GPU requires reset]"] * 5)
+    StoreSink("gpu1", services.store, EventBus(), timezone="UTC").deliver(
+        "gpu1", "gpu", "nvidia-smi", [Line("gpu", 1, 100, 1, fault)], None)
+    outside = open_dashboard(page, str(serve_app(create_app(services)).url))
+    page.wait_for_function("(document.getElementById('chart-gpu-util').layout.annotations || [])"
+                           ".some((a) => a.name === 'label-failure')", timeout=15_000)
+    labels = page.evaluate("document.getElementById('chart-gpu-util').layout.annotations"
+                           ".filter((a) => a.name === 'label-failure').map((a) => [a.text, a.hovertext])")
+    assert labels == [["error", "error<br>GPU 1: GPU requires reset"]], labels
+    assert outside == []
