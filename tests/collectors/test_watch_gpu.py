@@ -6,6 +6,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from kvwatch.collectors.base import Transport
 from kvwatch.collectors.gpu import GpuSampler
 from kvwatch.collectors.watch import Watch
@@ -124,28 +126,20 @@ def _read_until_restarted(sampler: GpuSampler, limit_s: float) -> tuple[int, flo
     return first, None
 
 
-def test_a_loop_that_ran_long_is_started_again_at_once(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("run_s", "restart_after", "gap_between"), [
+    (2.5, 2.0, (0.0, 1.0)),  # ran for restart_after: started again at the next interval (0.2 s)
+    (0.3, 3.0, (2.5, 10.0)),  # ended soon: waits restart_after, a failing loop is not respawned each interval
+])
+def test_a_loop_is_started_again_by_how_long_it_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_s: float,
+                                                    restart_after: float, gap_between: tuple[float, float]) -> None:
     from kvwatch.collectors.local import LocalTransport
 
-    _fake_nvidia_smi(tmp_path / "bin", run_s=2.5)
+    _fake_nvidia_smi(tmp_path / "bin", run_s=run_s)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    sampler = GpuSampler(LocalTransport(), interval_ms=200, restart_after=2.0)
+    sampler = GpuSampler(LocalTransport(), interval_ms=200, restart_after=restart_after)
     try:
         first, gap = _read_until_restarted(sampler, 10.0)
-        assert first and gap is not None and gap < 1.0, gap  # the next interval (0.2 s), not restart_after (2 s)
-        assert sampler.last_error == "lost the GPU"
-    finally:
-        sampler.close()
-
-
-def test_a_loop_that_ends_soon_waits_restart_after(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from kvwatch.collectors.local import LocalTransport
-
-    _fake_nvidia_smi(tmp_path / "bin", run_s=0.3)
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    sampler = GpuSampler(LocalTransport(), interval_ms=200, restart_after=3.0)
-    try:
-        first, gap = _read_until_restarted(sampler, 10.0)
-        assert first and gap is not None and gap >= 2.5, gap  # a failing loop is not respawned each interval
+        assert first and gap is not None and gap_between[0] <= gap < gap_between[1], gap
+        assert sampler.last_error == "lost the GPU"  # what the loop said on stderr
     finally:
         sampler.close()
