@@ -282,8 +282,9 @@ class Tail:
 
     def _read_between(self) -> list[Line]:
         lines: list[Line] = []
+        reader = self._reader()
         for gen in self._between:
-            lines += self._reader().read_whole(gen, self._splitter(gen.generation, 0, 0))
+            lines += reader.read_whole(gen, self._splitter(gen.generation, 0, 0))
         self._between = []
         return lines
 

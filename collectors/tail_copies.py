@@ -73,7 +73,7 @@ def find_copy(transport: Transport, path: str, state: TailState, skip_inode: int
             if holds(state, functools.partial(transport.read, name)):
                 found[st.inode] = Copy(name, st.inode, st.size)
         except CollectorError as exc:
-            if not file_error(exc):
+            if not _file_error(exc):
                 raise
     return next(iter(found.values())) if len(found) == 1 else None
 
@@ -88,19 +88,19 @@ def stat_all(transport: Transport, paths: list[str]) -> dict[str, FileStat | Non
     try:
         return transport.stat_many(paths)
     except CollectorError as exc:  # one unreadable entry fails the batch: ask one by one
-        if not file_error(exc):
+        if not _file_error(exc):
             raise
     out: dict[str, FileStat | None] = {}
     for p in paths:
         try:
             out[p] = transport.stat(p)
         except CollectorError as exc:
-            if not file_error(exc):
+            if not _file_error(exc):
                 raise
             out[p] = None
     return out
 
 
-def file_error(exc: CollectorError) -> bool:
+def _file_error(exc: CollectorError) -> bool:
     """Gone or unreadable (this candidate only) rather than a lost connection (everything)."""
     return isinstance(exc, (SourceMissing, SourceUnreadable)) or type(exc) is CollectorError

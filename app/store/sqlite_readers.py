@@ -43,12 +43,11 @@ class ReaderPool:
         try:
             yield reader
         finally:
-            with self._lock:
-                closed = self._closed
-            if closed:  # the store closed during this read: the connection is closed already
-                reader.close()
-            else:
-                self._idle.put(reader)
+            with self._lock:  # with close(): a connection is either put back or closed, never both
+                if self._closed:  # the store closed during this read: the connection is closed already
+                    reader.close()
+                else:
+                    self._idle.put(reader)
 
     def close(self) -> None:
         """Closes every connection; the caller makes sure no read is running (the store's close)."""

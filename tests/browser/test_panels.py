@@ -41,15 +41,19 @@ def shoot(page: Any, name: str, selector: str | None = None) -> None:
     target.screenshot(path=str(SCREENSHOTS / name), **kwargs)
 
 
+def controlled_config(tmp_path: Path, launch_extra: str = "") -> Config:
+    """One host, gpu1, whose server the controller restarts (the fake server; `launch_extra`: more flags)."""
+    table = host_table(tmp_path, free_port())
+    (tmp_path / "logs").mkdir()
+    host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"], launch=table["launch"] + launch_extra,
+                      tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+    return Config(server=ServerConfig(data_dir=str(tmp_path), database="kvwatch.db", token=TOKEN), hosts=(host,))
+
+
 @pytest.fixture
 def controlled(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Services, str]]:
     monkeypatch.delenv("KVWATCH_TOKEN", raising=False)
-    table = host_table(tmp_path, free_port())
-    (tmp_path / "logs").mkdir()
-    host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"], launch=table["launch"],
-                      tables={key: table[key] for key in ("presets", "vetoes", "restart")})
-    config = Config(server=ServerConfig(data_dir=str(tmp_path), database="kvwatch.db", token=TOKEN), hosts=(host,))
-    services = build_services(config)
+    services = build_services(controlled_config(tmp_path))
     server = serve_app(create_app(services))
     yield services, server.url
     controller = services.controllers["gpu1"]
@@ -189,12 +193,7 @@ def test_compare_view_table_markdown_csv_overlay_and_window(two_runs: Any, page:
 def running_vetoed(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     """A host whose server was started outside kvwatch with a vetoed value (fp8 KV cache)."""
     monkeypatch.delenv("KVWATCH_TOKEN", raising=False)
-    table = host_table(tmp_path, free_port())
-    (tmp_path / "logs").mkdir()
-    host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"],
-                      launch=table["launch"] + " --kv-cache-dtype fp8_e4m3",
-                      tables={key: table[key] for key in ("presets", "vetoes", "restart")})
-    config = Config(server=ServerConfig(data_dir=str(tmp_path), database="kvwatch.db", token=TOKEN), hosts=(host,))
+    config = controlled_config(tmp_path, " --kv-cache-dtype fp8_e4m3")
     return str(serve_app(create_app(build_services(config))).url)
 
 

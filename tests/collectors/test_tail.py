@@ -92,18 +92,21 @@ def rotate_numbered(log: Path, keep: int = 5) -> None:
     log.touch()
 
 
+def rotations_while_away(log: Path, minutes_ago: list[int], then: list[tuple[int, int]]) -> None:
+    """For each rotation: the log last written `minutes_ago`, renamed away, then lines `first..last`."""
+    for age, (first, last) in zip(minutes_ago, then, strict=True):
+        written_at(log, age)
+        rotate_numbered(log)
+        append(log, numbered(first, last))
+
+
 def test_two_rotations_while_kvwatch_was_down_lose_no_generation(transport: Transport, tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     append(log, numbered(1, 50))
     sink = Sink()
     sink.poll(Tail(transport, str(log), "s"))
     append(log, numbered(51, 80))  # after our last read, then two rotations before we are back
-    written_at(log, 20)
-    rotate_numbered(log)
-    append(log, numbered(81, 120))
-    written_at(log, 10)
-    rotate_numbered(log)
-    append(log, numbered(121, 150))
+    rotations_while_away(log, [20, 10], [(81, 120), (121, 150)])
     tail = Tail(transport, str(log), "s", sink.state, rotate_wait=0.2)
     sink.until(tail, lambda s: len(s.lines) >= 150 and s.state is not None and s.state.draining is None)
     assert_exactly_once(sink, 1, 150)
@@ -152,15 +155,7 @@ def test_an_unreadable_generation_in_between_does_not_hold_up_the_rest(transport
     append(log, numbered(1, 40))
     sink = Sink()
     sink.poll(Tail(transport, str(log), "s"))
-    written_at(log, 30)
-    rotate_numbered(log)
-    append(log, numbered(41, 60))
-    written_at(log, 20)
-    rotate_numbered(log)
-    append(log, numbered(61, 80))
-    written_at(log, 10)
-    rotate_numbered(log)
-    append(log, numbered(81, 100))
+    rotations_while_away(log, [30, 20, 10], [(41, 60), (61, 80), (81, 100)])
     faulty = UnreadableFile(transport, tmp_path / "server.log.2")  # 41-60
     tail = Tail(faulty, str(log), "s", sink.state, rotate_wait=0.2)  # type: ignore[arg-type]
     sink.until(tail, lambda s: len(s.lines) >= 80 and s.state is not None and s.state.draining is None)
