@@ -229,7 +229,27 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{where}: not valid TOML: {exc}") from None
-    return parse_config(data, where)
+    config = parse_config(data, where)
+    _refuse_world_readable_secrets(Path(path), config)
+    return config
+
+
+def _refuse_world_readable_secrets(path: Path, config: Config) -> None:
+    """A config that holds the control token (or a database password) must not be readable by every
+    user of the machine: whoever reads it can restart the server."""
+    held = [name for name, present in (
+        ("server.token", bool(config.server.token)),
+        ("the database password", "@" in config.server.database and ":" in config.server.database.split("@")[0]
+         .removeprefix("postgresql://").removeprefix("postgres://")),
+    ) if present]
+    if not held:
+        return
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o004:
+        raise ConfigError(
+            f"{path}: holds {' and '.join(held)} and is readable by every user (mode {mode:04o});"
+            f" chmod 600 {path}, or set the token in KVWATCH_TOKEN instead"
+        )
 
 
 def parse_config(data: dict[str, Any], where: str = "<memory>") -> Config:

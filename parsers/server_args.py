@@ -4,7 +4,9 @@ SGLang 0.3.6-0.5.13 log `server_args=ServerArgs(model_path='...', mem_fraction_s
 0.5.23 logs a dict repr `server_args={'model_path': '...', ...}`, vLLM logs `args: Namespace(...)` or
 `non-default args: {...}`. Keys are the Python attribute names (`mem_fraction_static`). Values are
 Python literals where they are literals (numbers, strings, None, lists, dicts), else the repr text
-(`torch.bfloat16`). A value the dump does not close is cut off, not fatal: every readable item is kept.
+(`torch.bfloat16`). Secret values (`api_key`, `hf_token`, ...) come out as `<redacted>`
+(parsers/secrets.py): a record never holds them. A value the dump does not close is cut off, not
+fatal: every readable item is kept.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import ast
 import math
 from typing import Any
+
+from kvwatch.parsers.secrets import redact
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = {")", "]", "}"}
@@ -92,4 +96,4 @@ def parse_args_dump(text: str) -> dict[str, Any] | None:
         key = _key(key)
         if found and key.isidentifier():
             args[key] = literal(raw.strip())
-    return args
+    return redact(args)

@@ -35,6 +35,7 @@ from kvwatch.app.controller.running import running_flags
 from kvwatch.app.flags.argv import Launch
 from kvwatch.app.services import Services
 from kvwatch.collectors.base import CollectorError
+from kvwatch.parsers.secrets import redact
 
 router = APIRouter(tags=["controller"])
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -166,7 +167,8 @@ def controller_view(name: str, service: ServiceDep) -> dict[str, Any]:
     except (RestartRefused, CollectorError) as exc:
         launch, now, error = None, None, str(exc)
     config = controller.config
-    return {
+    # Unauthenticated: a secret of the launch line or of the running server (--api-key) is never shown.
+    return redact({
         "host": name, "busy": controller.busy, "error": error,
         "launch": None if launch is None else {"program": list(launch.program), "flags": launch.flags},
         "presets": [{"name": p.name, "description": p.description, "flags": p.flags}
@@ -175,7 +177,7 @@ def controller_view(name: str, service: ServiceDep) -> dict[str, Any]:
         "current": now,
         "run": _run_view(controller),
         "running_flags": _running_flags(controller, launch, now),
-    }
+    })
 
 
 def _running_flags(

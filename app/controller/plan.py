@@ -14,6 +14,7 @@ from kvwatch.app.controller.policy import ControllerConfig
 from kvwatch.app.flags.argv import Launch, merge
 from kvwatch.app.flags.exposure import is_guarded
 from kvwatch.app.flags.schema import FlagError, FlagValue, Schema, ValidationError, normalize
+from kvwatch.parsers.secrets import REDACTED
 
 
 def plan_flags(config: ControllerConfig, schema: Schema, launch: Launch, flags: dict[str, object] | None,
@@ -24,7 +25,7 @@ def plan_flags(config: ControllerConfig, schema: Schema, launch: Launch, flags: 
         if preset not in config.presets:
             raise InvalidFlags([ValidationError("preset", f"unknown preset {preset!r} for {config.host}")])
         requested.update(config.presets[preset].flags)
-    requested.update(flags or {})
+    requested.update(_without_redacted(flags))
     changes, errors = normalize(schema, requested, strict=True)
     if errors:
         raise InvalidFlags(errors)
@@ -34,6 +35,12 @@ def plan_flags(config: ControllerConfig, schema: Schema, launch: Launch, flags: 
     if veto is not None:
         raise Vetoed(f"--{veto.flag}={veto.value} is vetoed on {config.host}: {veto.reason}")
     return target
+
+
+def _without_redacted(flags: dict[str, object] | None) -> dict[str, object]:
+    """The page shows a secret flag of the launch line as REDACTED and sends it back as it is: that means
+    "as launched", so the launch line's own value stays (merge keeps what a request does not change)."""
+    return {flag: value for flag, value in (flags or {}).items() if value != REDACTED}
 
 
 def _refuse_guarded(config: ControllerConfig, launch: Launch, changes: dict[str, FlagValue]) -> None:
@@ -66,7 +73,7 @@ def plan_problems(config: ControllerConfig, schema: Schema, launch: Launch, flag
         if preset not in config.presets:
             return [Problem("preset", "invalid", f"unknown preset {preset!r} for {config.host}")]
         requested.update(config.presets[preset].flags)
-    requested.update(flags or {})
+    requested.update(_without_redacted(flags))
     changes, errors = normalize(schema, requested, strict=True)
     found = [Problem(e.flag, "invalid", e.message) for e in errors]
     found += [Problem(flag, "guarded", "not a tuning flag (it loads code or changes what is served or exposed); "

@@ -7,7 +7,9 @@ migrations existed); version 2 adds the rollup table and backfills it from the r
 version 3 adds the series catalog (what `metrics`/`ranks` list) and, in SQLite, clusters the
 rollup table by its key; version 4 adds `sample_chunks`, a bulk batch's series as one row of arrays
 (app/store/chunks.py); version 5 adds `rollup_chunks`, a bulk batch's rollup buckets the same way
-(app/store/rollup_chunks.py).
+(app/store/rollup_chunks.py); version 6 changes no table: it rewrites stored events and documents
+with their secrets redacted (`api_key` of a logged server_args, ...; app/store/redaction.py), for
+stores written before kvwatch redacted on the way in.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class Migration:
     version: int
     statements: tuple[str, ...]
     backfill_rollup: bool = False
+    redact_secrets: bool = False
 
 
 def _types(dialect: Dialect) -> dict[str, str]:
@@ -78,7 +81,7 @@ def migrations(dialect: Dialect) -> tuple[Migration, ...]:
         "CREATE INDEX rollup_chunks_series ON rollup_chunks (host, metric, rank, width, b1)",
     )
     return (Migration(1, v1), Migration(2, v2, backfill_rollup=True), Migration(3, v3), Migration(4, v4),
-            Migration(5, v5))
+            Migration(5, v5), Migration(6, (), redact_secrets=True))
 
 
 def _rollup_table(name: str, real: str, int_: str, suffix: str) -> str:
@@ -91,4 +94,4 @@ def _rollup_table(name: str, real: str, int_: str, suffix: str) -> str:
 
 
 CREATE_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
-LATEST_VERSION = 5
+LATEST_VERSION = 6

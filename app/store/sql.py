@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kvwatch.app.store import chunks, rollup_chunks
+from kvwatch.app.store import chunks, redaction, rollup_chunks
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.app.store.rollup import ROLLUP_WIDTHS, UPSERT_ROLLUP, bucket_rows, rollup_points
 from kvwatch.app.store.schema import CREATE_VERSION_TABLE, Dialect, Migration, migrations
+from kvwatch.parsers.secrets import redact
 
 Rows = list[tuple[Any, ...]]
 FINEST = ROLLUP_WIDTHS[0]
@@ -86,6 +87,8 @@ class SqlStore:
                 self._run(statement)
             if migration.backfill_rollup:
                 self._backfill_rollup()
+            if migration.redact_secrets:
+                redaction.redact_stored(self._run)
             self._run("DELETE FROM schema_version")
             self._run("INSERT INTO schema_version (version) VALUES (?)", (migration.version,))
 
@@ -113,7 +116,7 @@ class SqlStore:
             if batch.events:
                 self._run_many(
                     "INSERT INTO events (host, source, kind, t, line, data) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(batch.host, batch.source, e.kind, e.t, e.line, json.dumps(e.data))
+                    [(batch.host, batch.source, e.kind, e.t, e.line, json.dumps(redact(e.data)))
                      for e in batch.events],
                 )
             if batch.state is not None:
@@ -138,7 +141,7 @@ class SqlStore:
                 "INSERT INTO documents (kind, key, host, t, data) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT (kind, key) DO UPDATE"
                 " SET host = excluded.host, t = excluded.t, data = excluded.data",
-                (kind, key, host, t, json.dumps(data)),
+                (kind, key, host, t, json.dumps(redact(data))),
             )
 
     def swap_document(

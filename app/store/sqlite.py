@@ -15,6 +15,7 @@ committed batch.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -37,6 +38,13 @@ def needs_check(path: str) -> bool:
     return os.path.getsize(path) <= CHECK_ALWAYS_BYTES or (os.path.exists(wal) and os.path.getsize(wal) > 0)
 
 
+def create_private(path: str) -> None:
+    """A new store file is created readable by its owner only; SQLite gives its -wal and -shm files the
+    same mode. It holds what the hosts logged (paths, prompts' counts, flags), not for other users."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 class SqliteStore(SqlStore):
     dialect = "sqlite"
 
@@ -46,6 +54,7 @@ class SqliteStore(SqlStore):
         self._readers = ReaderPool(path)
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+            create_private(path)
         check = needs_check(path)  # before connecting: opening creates the write-ahead log
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
