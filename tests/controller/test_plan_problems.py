@@ -57,3 +57,14 @@ def test_a_vetoed_preset_and_an_unknown_one(parts: tuple[ControllerConfig, Schem
     assert kinds(plan_problems(config, schema, launch, None, "nope")) == {"preset": "invalid"}
     # The launch line's own guarded value is no change: only a different one is refused.
     assert plan_problems(config, schema, launch, {"model-path": launch.flags["model-path"]}) == []
+
+
+def test_a_redacted_secret_sent_back_is_no_change(parts: tuple[ControllerConfig, Schema, Launch]) -> None:
+    # A server started outside kvwatch logged its --api-key; the panel shows it as <redacted> (a secret is
+    # never on kvwatch's own command line) and sends the editor's flags back whole: that is no change.
+    config, schema, launch = parts
+    flags = {"api-key": "<redacted>", "mem-fraction-static": 0.85}
+    assert plan_problems(config, schema, launch, flags) == []
+    planned = plan_flags(config, schema, launch, flags, None)
+    assert "api-key" not in planned and planned["mem-fraction-static"] == 0.85
+    assert [p.flag for p in plan_problems(config, schema, launch, {"api-key": "sk-live-0123"})] == ["api-key"]

@@ -71,6 +71,7 @@ def write_config(path: Path, server: dict[str, Any], hosts: list[dict[str, Any]]
     for host in hosts:
         text += "[[hosts]]\n" + "".join(f"{key} = {toml(value)}\n" for key, value in host.items())
     path.write_text(text)
+    path.chmod(0o600)  # it may hold the token
 
 
 @pytest.fixture

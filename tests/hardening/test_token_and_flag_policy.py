@@ -66,6 +66,7 @@ def test_a_random_token_of_128_bits_or_more_is_accepted(token: str) -> None:
 def test_the_refusal_is_one_line_naming_the_field(tmp_path: Path) -> None:
     config = tmp_path / "kvwatch.toml"
     config.write_text('[server]\nhost = "0.0.0.0"\ntoken = "short-but-set"\n')
+    config.chmod(0o600)
     done = kvwatch("serve", "--config", str(config))
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()

@@ -17,6 +17,7 @@ from tests.terminal.fake_api import fake_kvwatch
 def test_url_from_the_flag_then_the_environment_then_the_config(tmp_path: Path) -> None:
     config = tmp_path / "kvwatch.toml"
     config.write_text('[server]\nhost = "0.0.0.0"\nport = 9123\ntoken = "t"\n')
+    config.chmod(0o600)
     env = {"KVWATCH_URL": "http://envhost:1/"}
     assert resolve_url("http://flag:2/", env, config) == "http://flag:2"
     assert resolve_url(None, env, config) == "http://envhost:1"
