@@ -1,5 +1,8 @@
-"""Client log: tqdm progress -> `progress` (`done`, `total`, and `desc`/`rate` when shown);
-Python tracebacks and event phrases -> `event`.
+"""Client log: tqdm progress -> `progress` (`done`, `total`, and `desc`/`rate` when shown), nothing else.
+
+A client prints what the model wrote and what its users sent: a response that reads `CUDA out of
+memory` or `Scheduler hit an exception` is no server event, so no line of a client log becomes an
+event (its tracebacks and phrases are counted as ignored). The server log says what the server did.
 
 tqdm redraws with `\\r`, so one logged line may hold many redraws: the last one counts.
 `B2: 45%|████▌     | 1604/3500 [12:34<15:00,  2.10it/s]` -> done 1604, total 3500, desc `B2`,
@@ -12,7 +15,7 @@ import re
 from typing import ClassVar
 
 from kvwatch.parsers.base import ParseHealth, Record
-from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
+from kvwatch.parsers.events import TracebackMixin
 from kvwatch.parsers.header import parse_header
 from kvwatch.parsers.values import field_value
 
@@ -53,22 +56,10 @@ class ClientParser(TracebackMixin):
         self.health = ParseHealth()
 
     def _feed(self, line_no: int, text: str) -> list[Record]:
-        header = parse_header(text)
-        done, consumed = self._through_block(header.message, header.found)
-        if consumed:
-            return done
         if "/" in text:
             record = _progress(line_no, text)
             if record is not None:
-                return [*done, record]
-        block = open_block(line_no, header.ts, {}, header.message)
-        if block is not None:
-            done += self._flush_block()
-            self._block = block
-            return done
-        event = event_of(header.message)
-        if event is not None:
-            return [*done, event_record(line_no, header.ts, {}, event, header.message)]
-        # A client prints whatever it likes: a line that is no progress bar and no error is just text.
+                return [record]
+        # A client prints whatever it likes: a line that is no progress bar is just text.
         self.health.ignored += 1
-        return done
+        return []

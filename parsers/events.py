@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Literal
 
 from kvwatch.parsers.base import ParseHealth, Record
+from kvwatch.parsers.requestlog import before_quotes
 from kvwatch.parsers.values import split_pairs
 
 # Order matters: the first phrase found names the event.
@@ -49,11 +50,13 @@ Verdict = Literal["take", "pass", "end"]
 
 
 def event_of(message: str) -> str | None:
-    """The event a one-line message announces, or None."""
+    """The event a one-line message announces, or None. Only the engine's own words count: a phrase
+    after the message's first quote is quoted text (parsers.requestlog.before_quotes)."""
     if message.strip() == "Killed":
         return "crash"
+    own = before_quotes(message)
     for phrase, event in EVENT_PHRASES:
-        if phrase in message:
+        if phrase in own:
             return event
     return None
 

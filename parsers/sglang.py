@@ -21,6 +21,7 @@ from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_
 from kvwatch.parsers.header import Header, parse_header, search_header, stamp
 from kvwatch.parsers.pools import add_pool_totals
 from kvwatch.parsers.prefixes import peel, strip_repeats
+from kvwatch.parsers.requestlog import is_request_log
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.shapes import BatchShapes
 from kvwatch.parsers.values import field_name, field_value, split_pairs
@@ -80,6 +81,13 @@ def _rest_after_marker(record: Record, rest: str) -> str:
     return rest.lstrip(".,: ").rstrip(", .\r")
 
 
+def _inside_a_message(prefix: str) -> bool:
+    """The marker stands in quoted text of another message (a logged request's prompt), not where a
+    batch line's message starts. Leftovers of a damaged header (`TP0] `) are no such message."""
+    message = parse_header(prefix).message
+    return "'" in message or '"' in message or is_request_log(message)
+
+
 def parse_batch(line_no: int, text: str) -> Record | None:
     """A `decode`/`prefill` record from one line, or None when the line is not a batch line."""
     start = _batch_start(text)
@@ -87,6 +95,8 @@ def parse_batch(line_no: int, text: str) -> Record | None:
         return None
     index, kind = start
     record: Record = {"kind": kind, "line": line_no}
+    if index and _inside_a_message(text[:index]):
+        return None
     header = search_header(text[:index]) if index else Header(None, {}, "", False)
     stamp(record, header)
     record["tags"] = header.tags
@@ -164,6 +174,9 @@ class SglangParser(TracebackMixin):
 
     def _message(self, line_no: int, header: Header) -> list[Record]:
         message = header.message
+        if is_request_log(message):
+            self.health.ignored += 1
+            return []
         if message.startswith("server_args="):
             args = parse_args_dump(message[len("server_args=") :])
             if args is not None:

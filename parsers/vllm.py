@@ -27,6 +27,7 @@ from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
 from kvwatch.parsers.header import Header, parse_header, stamp
 from kvwatch.parsers.prefixes import peel, strip_repeats
+from kvwatch.parsers.requestlog import is_request_log
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.sglang import is_access_line
 from kvwatch.parsers.values import Value, field_name, field_value
@@ -45,6 +46,7 @@ _STATS_NAMES = {
 }
 _ENGINE = re.compile(r"(?:Engine (\d+)|(\d+) Engines Aggregated): ")
 _SPEC_MARKERS = ("SpecDecoding metrics: ", "Speculative metrics: ")
+_STATS_STARTS = ("Avg prompt throughput: ", "MFU: ", *_SPEC_MARKERS)
 _MFU = re.compile(r"([\d.]+) TF/s/GPU ([\d.]+) GB/s/GPU")
 _LIST_FIELDS = frozenset({"per_position_acceptance_rate"})
 _CAPACITY = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
@@ -90,6 +92,8 @@ def _stats(line_no: int, header: Header, message: str) -> Record | None:
         if engine[2]:
             record["engines"] = int(engine[2])
         message = message[engine.end() :]
+    if not message.startswith(_STATS_STARTS):
+        return None  # the words stand inside another message, not where a stats line starts
     for marker in _SPEC_MARKERS:
         if message.startswith(marker):
             _fields(record, message[len(marker) :])
@@ -106,14 +110,14 @@ def _is_number(value: object) -> bool:
 def _startup(line_no: int, header: Header, message: str) -> Record | None:
     record: Record = {"line": line_no}
     stamp(record, header)
-    if (match := _CAPACITY.search(message)) is not None:
+    if (match := _CAPACITY.match(message)) is not None:
         return {"kind": "capacity", **record, "max_total_num_tokens": int(match[1].replace(",", ""))}
-    if (match := _BLOCKS.search(message)) is not None:
+    if (match := _BLOCKS.match(message)) is not None:
         blocks = {"gpu_blocks": int(match[1])} | ({"cpu_blocks": int(match[2])} if match[2] else {})
         return {"kind": "capacity", **record, **blocks}
-    if (match := _KV_MEMORY.search(message)) is not None:
+    if (match := _KV_MEMORY.match(message)) is not None:
         return {"kind": "kv_cache", **record, "available_kv_cache_memory": float(match[1])}
-    if (match := _CONCURRENCY.search(message)) is not None:
+    if (match := _CONCURRENCY.match(message)) is not None:
         return {"kind": "capacity", **record, "max_model_len": int(match[1].replace(",", "")),
                 "max_concurrency": float(match[2])}
     if message.startswith(_PROFILE):
@@ -152,6 +156,9 @@ class VllmParser(TracebackMixin):
 
     def _line(self, line_no: int, text: str, header: Header) -> list[Record]:
         message = header.message
+        if is_request_log(message):
+            self.health.ignored += 1
+            return []
         # Periodic stats: one that gives no record is unparsed, never ignored.
         stats_like = "throughput: " in message or "metrics: " in message or "MFU: " in message
         if stats_like:
