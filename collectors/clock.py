@@ -4,7 +4,8 @@
 kvwatch's clock, so offset, zone name and skew come from the same moment. `probe_files` gives each
 file's mtime (host clock), size and its last lines (the newest stamp says the writer's zone, see
 `clock_infer.infer_file_offset`). Failures give None / leave a file out: collection goes on with
-what is known, the zone is then reported as assumed.
+what is known; the host's clock is then reported `unknown` with the reason (`ClockUnread`), and
+each file's zone comes from its own stamps and mtime.
 """
 
 from __future__ import annotations
@@ -30,17 +31,25 @@ class FileProbe:
     newest_lines: tuple[str, ...]  # complete lines at the end of the file, oldest first
 
 
-def probe_host(transport: Transport, timeout: float = 10.0) -> HostClock | None:
+@dataclass(frozen=True, slots=True)
+class ClockUnread:
+    """The host's clock could not be read: its zone and skew are unknown (not assumed UTC)."""
+
+    reason: str
+
+
+def probe_host(transport: Transport, timeout: float = 10.0) -> HostClock | ClockUnread:
     sent = time.time()
     try:
         result = transport.run(["sh", "-c", PROBE_SCRIPT], timeout=timeout)
     except CollectorError as exc:
         log.warning("%s: reading the host's clock failed: %s", transport.name, exc)
-        return None
+        return ClockUnread(f"reading the host's clock failed: {exc}")
     received = time.time()
     clock = parse_host_probe(result.stdout.decode(errors="replace"), sent, received)
     if clock is None:
         log.warning("%s: the host's `date` answer is not understood: %r", transport.name, result.stdout[:200])
+        return ClockUnread(f"the host's `date` answer is not understood: {result.stdout[:120]!r}")
     return clock
 
 

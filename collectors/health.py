@@ -153,6 +153,8 @@ class HostHealth:
             "timezone": self.clock.get("timezone"),
             "clock_skew_s": self.clock.get("clock_skew_s"),
             "clock_skew_corrected": bool(self.clock.get("clock_skew_corrected")),
+            "clock": self.clock.get("clock", "unknown"),  # "read", or "unknown" with clock_error saying why
+            "clock_error": self.clock.get("clock_error"),
         }
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from kvwatch.collectors.backoff import Backoff
 from kvwatch.collectors.base import AuthFailed, CollectorError, FileStat, Line, SourceUnreadable, Transport
-from kvwatch.collectors.clock import probe_host
+from kvwatch.collectors.clock import ClockUnread, probe_host
 from kvwatch.collectors.clock_infer import HostClock
 from kvwatch.collectors.gpu import GpuSampler
 from kvwatch.collectors.health import HOST_KEY_REJECTED, HostHealth, tail_counters
@@ -145,8 +145,9 @@ class HostFollower:
         for tail in self.tails.values():  # a new connection: every tail continues on it
             tail.rebind(transport)
         # every connect: the host's zone and skew, then each file's backlog (a reconnect is a catch-up)
-        self.clock = probe_host(transport)
-        self.health.clock = host_clock_dict(self.clock)
+        probe = probe_host(transport)
+        self.clock = None if isinstance(probe, ClockUnread) else probe
+        self.health.clock = host_clock_dict(self.clock, probe if isinstance(probe, ClockUnread) else None)
         self._discover(transport)
         self._observe(transport, list(self.tails))
         watch = self._watch(transport)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kvwatch.collectors.base import Transport
-from kvwatch.collectors.clock import probe_files, probe_host
+from kvwatch.collectors.clock import ClockUnread, probe_files, probe_host
 from kvwatch.collectors.clock_infer import HostClock
 from kvwatch.collectors.health import HostHealth
 from kvwatch.collectors.sinks import ClockSink, Sink
@@ -18,11 +18,14 @@ from kvwatch.collectors.tail import Tail
 STAMPED_KINDS = ("server_log", "client_log")  # output files are JSONL without a line stamp
 
 
-def host_clock_dict(clock: HostClock | None) -> dict[str, Any]:
-    """The host-level fields GET /api/hosts shows."""
+def host_clock_dict(clock: HostClock | None, unread: ClockUnread | None = None) -> dict[str, Any]:
+    """The host-level fields GET /api/hosts shows; `clock` is `unknown` (with `clock_error`) when the
+    host's clock could not be read, never a silent UTC."""
     if clock is None:
-        return {"utc_offset_s": None, "timezone": None, "clock_skew_s": None, "clock_skew_corrected": False}
+        return {"utc_offset_s": None, "timezone": None, "clock_skew_s": None, "clock_skew_corrected": False,
+                "clock": "unknown", "clock_error": unread.reason if unread else None}
     return {
+        "clock": "read", "clock_error": None,
         "utc_offset_s": clock.utc_offset_s,
         "timezone": clock.timezone or clock.abbreviation or None,
         "clock_skew_s": clock.clock_skew_s,
@@ -54,8 +57,8 @@ def reprobe_host(transport: Transport, sink: Sink, health: HostHealth, clock: Ho
     """Read the host's clock again during a long connection: skew drifts on a host without NTP, and
     a zone known only by its offset changes with DST. The sink retimes its sources (`retime`)."""
     fresh = probe_host(transport)
-    if fresh is None:
-        return clock
+    if isinstance(fresh, ClockUnread):
+        return clock  # the last reading stays: one failed probe during a connection changes nothing
     health.clock = host_clock_dict(fresh)
     if isinstance(sink, ClockSink):
         sink.retime(fresh)

@@ -46,6 +46,7 @@ COMPONENT_MARKERS = ("browser", "sshd", "postgres", "promtool")
 MODULE_GROUPS: frozenset[str] = frozenset({
     "tests/app/test_clock_ssh.py",
     "tests/collectors/test_partition.py",
+    "tests/collectors/test_ssh_banner.py",
     "tests/compare/test_comparison_table.py",
     "tests/compare/test_rate_source.py",
     "tests/compare/test_simulated_story.py",

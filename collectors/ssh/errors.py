@@ -24,6 +24,12 @@ from kvwatch.collectors.base import (
 DROPPED_DURING_AUTH = frozenset({"Authentication failed: transport shut down or saw EOF", "Authentication timeout."})
 
 
+BANNER_BREAKS_SFTP = (
+    "the host's shell prints text on non-interactive sessions (an echo or banner in ~/.bashrc, ~/.profile"
+    " or /etc/bash.bashrc), which breaks SFTP; print it only in interactive shells (case $- in *i*)"
+)
+
+
 @contextmanager
 def map_ssh_errors(what: str, *, connecting: bool = False) -> Iterator[None]:
     """Translate errors raised inside the block; `what` names the host/path in the message.
@@ -47,6 +53,10 @@ def map_ssh_errors(what: str, *, connecting: bool = False) -> Iterator[None]:
         raise AuthFailed(f"{what}: authentication refused ({exc})") from exc
     except paramiko.ChannelException as exc:
         raise lost(f"{what}: channel refused ({exc.text})") from exc
+    except paramiko.SFTPError as exc:
+        if "Garbage packet" in str(exc):  # the first bytes SFTP read were text, not its version packet
+            raise ConnectFailed(f"{what}: {BANNER_BREAKS_SFTP}") from exc
+        raise lost(f"{what}: SFTP: {exc}") from exc
     except paramiko.SSHException as exc:
         if "known_hosts" in str(exc):
             raise HostKeyRejected(f"{what}: host key unknown ({exc}); add it to known_hosts") from exc

@@ -12,6 +12,7 @@ import time
 import paramiko
 
 from kvwatch.collectors.base import CommandResult, StreamClosed
+from kvwatch.collectors.ssh.framing import Unframer
 
 RECV_CHUNK = 1 << 20
 # bulk streams (catch-up): bigger SSH packets cost less Python per byte, and a bigger window lets
@@ -80,21 +81,27 @@ def _check(deadline: float, what: str) -> None:
 
 
 class ExecStream:
-    """A long-running remote command whose stdout is read incrementally (tail -F, nvidia-smi -l)."""
+    """A long-running remote command whose stdout is read incrementally (tail -F, nvidia-smi -l).
+    With an `unframer`, what the login shell printed before the command's marker line is dropped."""
 
-    def __init__(self, chan: paramiko.Channel, what: str) -> None:
+    def __init__(self, chan: paramiko.Channel, what: str, unframer: Unframer | None = None) -> None:
         self._chan = chan
         self.what = what
+        self._unframer = unframer
 
     def read(self, timeout: float) -> bytes | None:
         """Next stdout bytes; None when nothing arrived within `timeout`; b"" at end of stream."""
         self._chan.settimeout(timeout)
         try:
-            return bytes(self._chan.recv(RECV_CHUNK))
+            data = bytes(self._chan.recv(RECV_CHUNK))
         except TimeoutError:
             if self._chan.closed or not self._chan.get_transport().is_active():
                 return b""
             return None
+        if self._unframer is None or self._unframer.done or not data:
+            return data
+        own = self._unframer.feed(data)
+        return own if own else None
 
     def stderr(self) -> bytes:
         err = bytearray()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import glob as globmod
+import logging
 import os
 import posixpath
 import socket
@@ -29,9 +30,11 @@ from kvwatch.collectors.base import CollectorError, CommandResult, FileStat, Str
 from kvwatch.collectors.ssh.catchup import Catchup, Compression
 from kvwatch.collectors.ssh.errors import map_ssh_errors
 from kvwatch.collectors.ssh.exec_channel import ExecStream, open_exec, quote_argv, run_channel
+from kvwatch.collectors.ssh.framing import Unframer, framed, new_marker, unframe
 from kvwatch.collectors.ssh.stat_batch import StatShell
 from kvwatch.collectors.ssh.target import SshTarget
 
+log = logging.getLogger(__name__)
 SFTP_READ_MAX = 256 * 1024
 
 
@@ -127,6 +130,8 @@ class SshTransport:
         self._home = ""
         self._lock = threading.Lock()
         self._catchup = Catchup(self, self.opts.compression, self.opts.io_timeout)
+        self._marker = new_marker()
+        self.banner = ""  # what the host's login shell prints first, when it does (collectors/ssh/framing.py)
 
     # -- connection -------------------------------------------------------------------------
     def connect(self) -> SshTransport:
@@ -217,8 +222,18 @@ class SshTransport:
 
     def run(self, argv: list[str], timeout: float = 30.0, stdin: bytes = b"") -> CommandResult:
         with map_ssh_errors(f"{self.name}: {argv[0] if argv else '?'}"):
-            chan = open_exec(self._paramiko(), quote_argv(argv), min(timeout, self.opts.io_timeout))
-            return run_channel(chan, stdin, timeout, f"{self.name}: {argv[0]}")
+            command = framed(quote_argv(argv), self._marker)
+            chan = open_exec(self._paramiko(), command, min(timeout, self.opts.io_timeout))
+            result = run_channel(chan, stdin, timeout, f"{self.name}: {argv[0]}")
+        banner, stdout = unframe(result.stdout, self._marker)
+        self._note_banner(banner)
+        return CommandResult(result.exit_status, stdout, result.stderr)
+
+    def _note_banner(self, banner: bytes) -> None:
+        if banner.strip() and not self.banner:
+            self.banner = banner.decode(errors="replace")[:200]
+            log.info("%s: the login shell prints %d bytes before every command (%r ...); kvwatch skips them",
+                     self.name, len(banner), self.banner[:60])
 
     # -- extras used by tails, GPU and metrics -----------------------------------------------
     def open_stream(self, argv: list[str], pty: bool = False, bulk: bool = False) -> ExecStream:
@@ -227,8 +242,9 @@ class SshTransport:
         lingering until its next write; output gets CRLF line ends (harmless for wake-ups/CSV).
         `bulk=True` for catch-up streams: a larger window and SSH packets (collectors/ssh/exec_channel.py)."""
         with map_ssh_errors(f"{self.name}: {argv[0] if argv else '?'}"):
-            chan = open_exec(self._paramiko(), quote_argv(argv), self.opts.io_timeout, pty=pty, bulk=bulk)
-        return ExecStream(chan, f"{self.name}: {argv[0]}")
+            command = framed(quote_argv(argv), self._marker)
+            chan = open_exec(self._paramiko(), command, self.opts.io_timeout, pty=pty, bulk=bulk)
+        return ExecStream(chan, f"{self.name}: {argv[0]}", Unframer(self._marker))
 
     def open_tunnel(self, host: str, port: int) -> paramiko.Channel:
         """A direct-tcpip channel to host:port as seen from the remote host (SGLang /metrics)."""
