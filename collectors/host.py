@@ -32,13 +32,14 @@ from kvwatch.collectors.lines import LineSplitter
 from kvwatch.collectors.metrics import scrape
 from kvwatch.collectors.periodic import Periodic
 from kvwatch.collectors.quarantine import Quarantine
-from kvwatch.collectors.sinks import Sink
+from kvwatch.collectors.sinks import ClockSink, Sink
 from kvwatch.collectors.tail import UNKNOWN, Tail, Unknown
 from kvwatch.collectors.tail_state import TailState
 from kvwatch.collectors.watch import Watch
 
 log = logging.getLogger(__name__)
 KINDS = ("server_log", "client_log", "outputs")
+SUSPECT_PROBE_S = 5.0  # the host's clock read again at most this often while lines wait for it
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,13 @@ class HostFollower:
         log.warning("%s: %s%s; retrying in %.1f s", self.name, kind, exc, delay)
         self._retry_in = delay
 
+    def _clock_step_suspected(self, next_clock: float) -> bool:
+        """The sink holds lines stamped as if the host's clock had stepped: read the clock now, at most
+        every SUSPECT_PROBE_S (a writer whose own clock is off would otherwise probe every poll)."""
+        if not isinstance(self.sink, ClockSink) or not self.sink.clock_suspect():
+            return False
+        return time.monotonic() >= next_clock - self.options.clock_interval + SUSPECT_PROBE_S
+
     # -- following ----------------------------------------------------------------------------
     def _follow(self, transport: Transport) -> None:
         for tail in self.tails.values():  # a new connection: every tail continues on it
@@ -164,7 +172,7 @@ class HostFollower:
                 if self.options.metrics_port and time.monotonic() >= next_metrics:
                     next_metrics = time.monotonic() + self.options.metrics_interval
                     self._scrape(transport, self.options.metrics_port)
-                if time.monotonic() >= next_clock:
+                if time.monotonic() >= next_clock or self._clock_step_suspected(next_clock):
                     next_clock = time.monotonic() + self.options.clock_interval
                     self.clock = reprobe_host(transport, self.sink, self.health, self.clock, self.tails)
                 if time.monotonic() >= next_glob:

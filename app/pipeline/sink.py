@@ -58,8 +58,23 @@ class StoreSink:
         return self.clocks.observe(kind, path, host, probe, resume_offset)
 
     def retime(self, host: HostClock) -> None:
-        """The host's clock read again during a connection (collectors/host_clock.py)."""
+        """The host's clock read again during a connection (collectors/host_clock.py); the samples the
+        watermark held for a suspected clock step are checked again with the skew now measured."""
+        before = {key: clock.skew_correction_s for key in self.live.stamps.held_keys()
+                  if (clock := self.clocks.get(*key)) is not None}
         self.clocks.retime(host)
+        for key in self.live.stamps.held_keys():
+            clock = self.clocks.get(*key)
+            shift = before.get(key, 0.0) - clock.skew_correction_s if clock is not None else 0.0
+            samples = self.live.stamps.release(key, shift)
+            if samples:
+                batch = Batch(self.host, key[0], key[1])
+                self.builder.add_samples(batch, samples)
+                self._commit(batch)
+
+    def clock_suspect(self) -> bool:
+        """Lines wait for the host's clock to be read again (a step of it is suspected)."""
+        return self.live.stamps.suspect
 
     def clock_report(self, kind: str, path: str) -> dict[str, Any] | None:
         clock = self.clocks.get(kind, path)

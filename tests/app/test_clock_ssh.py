@@ -326,3 +326,32 @@ def test_client_progress_lines_sit_when_they_appeared_and_the_backlog_is_marked(
         assert [(m["source"], m["t"], m["to_offset"]) for m in marks] == [("client_log", written_at, backlog_bytes)]
     finally:
         services.stop()
+
+
+def test_a_step_of_the_hosts_clock_loses_nothing_and_stores_nothing_early(tmp_path: Path, shanghai: Sshd) -> None:
+    """NTP steps the host's clock 10 min ahead, later 10 min back (a VM resumed, then corrected): the
+    lines logged across each step are held until the clock is read again (at once, not in 600 s), then
+    stored at the instants they happened."""
+    set_skew(shanghai, 0)
+    log = tmp_path / "server.log"
+    log.touch()
+    services = started(build_services(host_config(tmp_path, shanghai)))
+    try:
+        wait_until(lambda: services.collectors["gpu1"].health.as_dict()["clock"] == "read", timeout=30)
+        instants: list[float] = []
+        for step_s in (0, 600, 0):
+            set_skew(shanghai, step_s)
+            batch = [float(int(time.time())) - 8 + i for i in range(4)]
+            write_decodes(log, batch, len(instants) + 1, UTC8, ahead_s=step_s)
+            instants += batch
+            count = len(instants)
+            wait_until(lambda: len(stored(services, "running_req")) == count, timeout=30)  # noqa: B023
+            time.sleep(1.0)
+        at = {int(n): t for t, n in stored(services, "running_req")}  # line n logs running-req n
+        assert [at[n] for n in range(1, len(instants) + 1)] == pytest.approx(instants, abs=1.0)
+        stamps = services.collectors["gpu1"].sink.live.stamps.as_dict()
+        assert (stamps["future"], stamps["past"]) == (0, 0)
+        assert stamps["held"] >= 4 and stamps["recovered"] == stamps["held"]
+    finally:
+        set_skew(shanghai, 0)
+        services.stop()

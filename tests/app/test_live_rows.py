@@ -3,6 +3,9 @@ host's memory in an explicit LiveState."""
 
 from __future__ import annotations
 
+import datetime as dt
+import time
+
 from kvwatch.app.pipeline.batches import BatchBuilder
 from kvwatch.app.pipeline.bounds import HostBounds, Limits
 from kvwatch.app.pipeline.live import LiveState, Rows, live_rows
@@ -12,6 +15,10 @@ from kvwatch.parsers import Record, create_parser
 T = 1_767_225_601.0  # 2026-01-01T00:00:01 UTC, the records' stamp
 STAMP = "2026-01-01T00:00:01"
 NOW = T + 0.5  # when their lines were read
+
+
+def _stamp(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def decode(line: int, dp: int, running: int, usage: float, ts: str = STAMP) -> Record:
@@ -53,11 +60,30 @@ def test_a_stamp_ahead_of_the_clock_is_quarantined_and_its_event_kept_at_the_rea
     rows = live_rows([crash, decode(3, 1, 500, 0.11, "9999-12-31T23:59:59")], state, "server_log", "/log", now=NOW)
     assert rows == Rows([], [EventRow("event", NOW, 2, {"event": "crash", "ts": "9999-12-31T23:59:59",
                                                          "ts_outlier": "future"})])
-    assert state.stamps.counts.future == 2
+    # the event is kept at once; the sample waits for the host's clock to be read again
+    assert (state.stamps.counts.future, state.stamps.counts.held, state.stamps.suspect) == (1, 1, True)
+    assert state.stamps.release(("server_log", "/log"), 0.0, now=NOW) == []  # the clock did not step
+    assert (state.stamps.counts.future, state.stamps.suspect) == (2, False)
     assert state.stamps.watermark("server_log", "/log") == T  # the outlier did not move it
     # the quarantined DP1 sample never reached the host's sum
     after = live_rows([decode(4, 0, 11, 0.4)], state, "server_log", "/log", now=NOW)
     assert [(s.metric, s.v) for s in after.host_samples] == [("running_req", 11.0), ("token_usage", 0.4)]
+
+
+def test_held_samples_come_back_moved_by_the_clocks_step() -> None:
+    # The host's clock stepped 10 min ahead: its lines come from the "future" until it is read again.
+    state, key, base = LiveState(), ("server_log", "/log"), float(int(time.time())) - 60
+    live_rows([decode(1, 0, 10, 0.4, _stamp(base))], state, "server_log", "/log", now=base)
+    stepped = [decode(n, 0, 10 + n, 0.4, _stamp(base + 600 + n)) for n in range(2, 6)]
+    assert live_rows(stepped, state, "server_log", "/log", now=base).samples == []
+    assert state.stamps.suspect and state.stamps.counts.held == 4
+    back = state.stamps.release(key, -600.0)
+    assert sorted({s.t for s in back}) == [base + n for n in range(2, 6)]
+    assert (state.stamps.counts.recovered, state.stamps.counts.future, state.stamps.suspect) == (4, 0, False)
+    # a step back: lines more than STEP_S behind the watermark wait too, then move forward
+    behind = [decode(7, 0, 1, 0.4, _stamp(base - 900))]
+    assert live_rows(behind, state, "server_log", "/log", now=base).samples == []
+    assert {s.t for s in state.stamps.release(key, 906.0)} == {base + 6}
 
 
 def test_metrics_scrapes_get_their_own_series_names() -> None:
