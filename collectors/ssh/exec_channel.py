@@ -91,17 +91,25 @@ class ExecStream:
 
     def read(self, timeout: float) -> bytes | None:
         """Next stdout bytes; None when nothing arrived within `timeout`; b"" at end of stream."""
+        deadline = time.monotonic() + timeout
+        while True:
+            data = self._recv(max(deadline - time.monotonic(), 0.0))
+            if not data or self._unframer is None or self._unframer.done:
+                return data
+            own = self._unframer.feed(data)
+            if own:
+                return own
+            if time.monotonic() >= deadline:  # only the banner or the marker so far
+                return None
+
+    def _recv(self, timeout: float) -> bytes | None:
         self._chan.settimeout(timeout)
         try:
-            data = bytes(self._chan.recv(RECV_CHUNK))
+            return bytes(self._chan.recv(RECV_CHUNK))
         except TimeoutError:
             if self._chan.closed or not self._chan.get_transport().is_active():
                 return b""
             return None
-        if self._unframer is None or self._unframer.done or not data:
-            return data
-        own = self._unframer.feed(data)
-        return own if own else None
 
     def stderr(self) -> bytes:
         err = bytearray()
