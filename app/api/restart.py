@@ -162,7 +162,7 @@ def controller_view(name: str, service: ServiceDep) -> dict[str, Any]:
     controller = service.host(name)
     try:
         launch = controller.launch()
-        now: dict[str, Any] | None = controller.inspect()
+        now: dict[str, Any] | None = controller.inspect_shared()
         error = None
     except (RestartRefused, CollectorError) as exc:
         launch, now, error = None, None, str(exc)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kvwatch.app.controller.bringup import BringUp, Interrupted
+from kvwatch.app.controller.coalesce import Coalesced
 from kvwatch.app.controller.errors import Busy, HostUnavailable, InvalidFlags, RestartRefused, StaleRun
 from kvwatch.app.controller.forecast import Forecasts
 from kvwatch.app.controller.operation import Operation, Target, new_run_id
@@ -43,6 +44,8 @@ from kvwatch.app.flags.schema import FlagError, FlagValue, Schema, ValidationErr
 from kvwatch.app.runs.logs import run_log_path
 from kvwatch.app.runs.model import Run
 from kvwatch.collectors.base import CollectorError, Transport
+
+VIEW_MAX_AGE_S = 2.0  # the controller panel's view of a host, shared by concurrent GETs
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,7 @@ class HostController(BringUp):
         self._thread: threading.Thread | None = None
         self._retired = False  # a config reload replaced or removed this controller
         self._gate = threading.Lock()  # makes "not busy, so retire" and "not retired, so lock" atomic
+        self._views: Coalesced[dict[str, Any]] = Coalesced(VIEW_MAX_AGE_S)
 
     @property
     def name(self) -> str:
@@ -197,6 +201,7 @@ class HostController(BringUp):
         op.run_id = self.ledger.announce(to_flags, op.log_path, op.op_id)
         self._forecasts.after_announce(op, based_on)
         self.last = op
+        self._views.forget()
         self._thread = threading.Thread(target=self._run, args=(op,), name=f"restart-{self.name}", daemon=True)
         self._thread.start()
         return op
@@ -214,6 +219,11 @@ class HostController(BringUp):
         if self._thread is not None:
             self._thread.join(timeout)
         return self.last
+
+    def inspect_shared(self) -> dict[str, Any]:
+        """`inspect` for read-only views: one helper call shared by concurrent callers and reused for
+        VIEW_MAX_AGE_S (app/controller/coalesce.py). A restart's own checks call `inspect`."""
+        return self._views.get(self.inspect)
 
     def inspect(self) -> dict[str, Any]:
         """What runs on the host now, from its record (one helper call). Raises CollectorError."""
@@ -257,6 +267,7 @@ class HostController(BringUp):
                 self.remote.release(op.op_id)
             except CollectorError as exc:
                 log.warning("%s: could not release the lease of %s: %s", self.name, op.op_id, exc)
+        self._views.forget()
         self._lock.release()
 
     def _drive(self, op: Operation) -> tuple[Outcome, str]:

@@ -151,3 +151,26 @@ def test_expected_run_is_checked_against_the_run_this_controller_started(api: Te
     assert fresh.status_code == 202, fresh.text
     assert controller.wait(120).outcome == "ok"
     assert [a.outcome for a in sinks.audits] == ["stale", "ok", "stale", "ok"]
+
+
+def test_a_flood_of_panel_views_asks_the_host_once(api: TestClient) -> None:
+    """30 unauthenticated GETs of the controller panel at once start one helper call on the GPU host,
+    not 30 (they used to exhaust sshd's sessions and make a token holder's restart fail)."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    controller = api.app.state.controllers["gpu1"]  # type: ignore[attr-defined]
+    real_status, calls, lock = controller.remote.status, [], threading.Lock()
+
+    def counted_status(*args: object, **kwargs: object) -> object:
+        with lock:
+            calls.append(time.monotonic())
+        time.sleep(0.3)  # the helper's round trip
+        return real_status(*args, **kwargs)
+
+    controller.remote.status = counted_status
+    with ThreadPoolExecutor(max_workers=30) as pool:
+        answers = list(pool.map(lambda _: api.get("/api/hosts/gpu1/controller"), range(30)))
+    assert [a.status_code for a in answers] == [200] * 30
+    assert len({a.text for a in answers}) == 1 and len(calls) == 1
