@@ -14,6 +14,7 @@ import uvicorn
 
 from kvwatch.app.build import build_services, database_path
 from kvwatch.app.config import Config, ServerConfig
+from kvwatch.app.connection_budget import budget_options, quiet_server_logs
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.main import answered_hosts, api_token, create_app
 from kvwatch.app.reload import ConfigReloader
@@ -60,7 +61,8 @@ def serve(
     log.info("kvwatch on http://%s:%d (%d hosts%s)", host, port, len(config.hosts), "" if collect else ", web only")
     if os.path.isfile(config.path):
         ConfigReloader(services, config.path, controllers=True, collect=collect).install()
-    uvicorn.run(app, host=host, port=port, **uvicorn_options(config.server))
+    quiet_server_logs()
+    uvicorn.run(app, host=host, port=port, **uvicorn_options(config.server), **budget_options(len(config.hosts)))
 
 
 def uvicorn_options(server: ServerConfig) -> dict[str, Any]:
