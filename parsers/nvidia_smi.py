@@ -38,6 +38,12 @@ _STAMP = re.compile(r"(\d{4})/(\d{2})/(\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)"
 _HEADER_CELL = re.compile(r"[a-z][a-z_.]*(?: \[[^\]]*\])?")
 _MISSING = ("[N/A]", "N/A", "[Not Supported]", "[Unknown Error]", "[Insufficient Permissions]", "")
 _LOST_GPU = "Unable to determine the device handle for GPU"
+# What a GPU can report; a value outside (a garbled 1e308 % or 1e23 °C, index -1) is left out of the
+# record and counted unparsed, so no chart's axis or alert reads it.
+_RANGES: dict[str, tuple[float, float]] = {
+    "gpu": (0, 1023), "util_pct": (0, 100), "mem_used_mib": (0, 16 << 20), "mem_total_mib": (0, 16 << 20),
+    "power_w": (0, 10_000), "temp_c": (-40, 200),
+}
 
 
 def _column_name(cell: str) -> str:
@@ -52,6 +58,15 @@ def _cell_value(cell: str) -> Value:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return value
     return field_value(cell)
+
+
+def _in_range(name: str, value: Value) -> bool:
+    bounds = _RANGES.get(name)
+    if bounds is None:
+        return True
+    if not isinstance(value, int | float) or isinstance(value, bool) or value != value:
+        return False
+    return bounds[0] <= value <= bounds[1]
 
 
 def _is_header(cells: list[str]) -> bool:
@@ -128,5 +143,9 @@ class NvidiaSmiParser:
                     return None
                 record["ts"] = f"{stamp[1]}-{stamp[2]}-{stamp[3]}T{stamp[4]}"
             else:
-                record[name] = _cell_value(cell)
-        return record if "gpu" in record else None
+                value = _cell_value(cell)
+                if not _in_range(name, value):
+                    self.health.unparsed += name != "gpu"  # a bad index makes the whole row unparsed
+                    continue
+                record[name] = value
+        return record if isinstance(record.get("gpu"), int) else None
