@@ -69,9 +69,9 @@ def resolves_in(alert: AlertState, rule: RuleSpec | None) -> float | None:
 
 def clearing_text(alert: AlertState, rule: RuleSpec | None) -> str:
     """"clearing — resolves in 40s" for a clearing alert, else ""."""
-    left = resolves_in(alert, rule)
     if alert.state != "clearing":
         return ""
+    left = resolves_in(alert, rule)
     return "clearing" if left is None else f"clearing — resolves in {duration_text(left)}"
 
 
@@ -116,9 +116,9 @@ def summary(alert: AlertState, rule: RuleSpec | None) -> str:
         parts.append(f"[{condition}]")
     if alert.since is not None:
         parts.append(f"{alert.state} since {clock_text(alert.since)}")
-    clearing = clearing_text(alert, rule)
-    if clearing:
-        parts.append(f"({clearing})")
+    left = resolves_in(alert, rule)
+    if left is not None:
+        parts.append(f"(resolves in {duration_text(left)})")
     text = " ".join(parts)
     if alert.state == "resolved" and alert.resolved_reason:
         text += f"; resolved: {REASON_TEXT.get(alert.resolved_reason, alert.resolved_reason)}"

@@ -26,7 +26,7 @@ from kvwatch.app.store.base import Store
 NOW_METRICS = ("gen_throughput", "token_usage", "running_req", "queue_req")
 MEAN_WINDOW_S = 300.0  # "5-min mean" of generation throughput
 CLIENT_SILENT_S = 120.0  # a progress bar quiet this long while outputs grow is flagged
-ALERT_FIELDS = ("rule", "state", "since", "value", "severity", "title", "summary")
+ALERT_FIELDS = ("rule", "state", "since", "value", "severity", "title", "summary", "headline", "resolves_in_s")
 # Name the model or switch on reporting rather than choose a configuration.
 NOT_DEFINING = frozenset({"model-path", "tokenizer-path", "served-model-name", "enable-metrics"})
 
