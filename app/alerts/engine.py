@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvwatch.app.alerts.listing import RESOLVED_RETENTION_S, sort_alerts, visible
 from kvwatch.app.alerts.rules import RuleSpec
 from kvwatch.app.alerts.runwatch import RunWatch
 from kvwatch.app.alerts.signals import SIGNALS, HostReader
@@ -46,12 +47,9 @@ FLUSH_EVERY_S = 10.0
 # A host reading a backlog is evaluated this often, not every tick: each pass reads the rules' windows
 # again, and at 1 s it took as much CPU as the catch-up itself (bench/attach_history.py, 1M lines).
 CATCH_UP_EVERY_S = 10.0
-RESOLVED_RETENTION_S = 900.0  # resolved alerts stay listed this long (Prometheus keeps 15 m too)
 MAX_MUTE_S = 1800.0  # a mute without an end still ends: a crashed controller must not silence a host
 LATE_AFTER_S = 60.0
 ALERT_DOC, MUTE_DOC = "alert", "alert_mute"
-STATE_ORDER = {"firing": 0, "clearing": 1, "pending": 2, "resolved": 3, "inactive": 4}
-SEVERITY_ORDER = {"page": 0, "warn": 1, "info": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,19 +408,6 @@ class AlertEngine:
     def _require(self, host: str) -> None:
         if host not in self.hosts:
             raise KeyError(f"unknown host {host!r}")
-
-
-def sort_alerts(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Firing first, then pending, then resolved; pages before warnings; newest first."""
-    items.sort(key=lambda a: -(a["since"] or 0.0))
-    items.sort(key=lambda a: (STATE_ORDER.get(a["state"], 9), SEVERITY_ORDER.get(a["severity"], 9)))
-    return items
-
-
-def visible(alert: AlertState, now: float, retention_s: float) -> bool:
-    if alert.state in OPEN_STATES:
-        return True
-    return alert.state == "resolved" and now - (alert.changed_wall or 0.0) <= retention_s
 
 
 def _docs(store: Store, kind: str) -> list[dict[str, Any]]:

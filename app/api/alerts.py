@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field
 
 from kvwatch.app.alerts import AlertService, alerts_view
-from kvwatch.app.alerts.engine import RESOLVED_RETENTION_S
+from kvwatch.app.alerts.listing import RESOLVED_RETENTION_S
 from kvwatch.app.alerts.silences import MAX_SILENCE_S
 from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.api.restart import require_same_origin, require_token
