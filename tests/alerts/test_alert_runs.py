@@ -112,3 +112,15 @@ def test_clearing_and_the_resolved_reason_survive_a_kvwatch_restart(rig: Rig) ->
     resolved = rig.alert(RULE)
     assert resolved is not None
     assert (resolved["state"], resolved["resolved_reason"]) == ("resolved", "run_ended")
+
+
+def test_an_event_count_at_zero_is_clearing_never_firing(rig: Rig) -> None:
+    rig.new_run(T0 - 60)
+    rig.event(T0 + 2, "retract")
+    rig.play("token_usage", every(T0 + 5, [0.6] * 62))  # out of the 300 s window at T0+302
+    alert = rig.alert("retractions")
+    assert alert is not None
+    assert (alert["state"], alert["value"]) == ("clearing", 0.0)
+    assert alert["headline"].endswith("(0 events) (clearing — resolves in 4m55s)"), alert["headline"]
+    firing = [c.payload for c in rig.changes if c.alert.rule == "retractions" and c.alert.state == "firing"]
+    assert [p["value"] for p in firing] == [1.0]
