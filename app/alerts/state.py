@@ -7,9 +7,10 @@ Semantics follow Prometheus (`for`, `keep_firing_for`) with a deadband on top:
   (`for = 0` fires on the first observation); rules that debounce `enter` over a window keep
   `fire` strict, so a spike shorter than `for` never fires however the window is set;
 - while firing, the weaker `hold` test keeps it firing (hysteresis: fire at 0.95, stay while
-  >= 0.90); once `hold` fails the alert is `clearing` (still notified as firing, but its value is on
-  the good side now, and it says so), back to firing if `hold` holds again, and resolved (reason
-  `cleared`) after `hold` has failed for `keep_firing_for`. `keep_firing_for = 0` resolves at once.
+  >= 0.90); once `hold` fails the alert is `clearing` (the webhook's last word on it stays FIRING,
+  the page and `kvwatch status` show its value is on the good side now), back to firing with its
+  first `since` if `hold` holds again, and resolved (reason `cleared`) after `hold` has failed for
+  `keep_firing_for`. `keep_firing_for = 0` resolves at once.
 - `force` ends an open alert from outside (a run ending, a re-arm, a rule disabled) with its reason.
 Time is whatever the rule's clock says: log time for rules over log lines, wall time for the rest.
 Nothing here ever sees "no data": a rule with no new observation simply does not step.

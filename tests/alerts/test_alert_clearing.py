@@ -18,7 +18,7 @@ from kvwatch.app.cli import main as kvwatch
 from kvwatch.app.main import create_app
 from kvwatch.app.services import Services
 from kvwatch.app.store.base import Batch, EventRow, Sample, Store
-from tests.alerts.recorded import T0, every
+from tests.alerts.recorded import T0, Rig, every
 from tests.alerts.test_alert_api import saturate, services_for, wait_for
 from tests.alerts.test_alert_webhook import Receiver
 
@@ -117,3 +117,23 @@ def test_a_run_ending_is_sent_and_logged_as_resolved_with_its_reason(
     finally:
         services.stop()
         receiver.close()
+
+
+def test_a_firing_alert_held_by_hysteresis_headlines_against_stay_at(tmp_path: Path) -> None:
+    rig = Rig(tmp_path / "kvwatch.db")
+    rig.play("token_usage", every(T0, [0.97] * 30 + [0.92] * 4))  # firing, then between stay_at and fire_at
+    alert = rig.alert(RULE)
+    assert alert is not None
+    assert (alert["state"], alert["headline"]) == ("firing", "KV token usage high 0.92 ≥ 0.90")
+
+
+def test_a_stored_firing_alert_waiting_out_keep_firing_for_is_read_as_clearing(tmp_path: Path) -> None:
+    rig = Rig(tmp_path / "kvwatch.db")
+    older = {"rule": RULE, "host": "gpu1", "state": "firing", "since": T0 + 120, "active_at": T0,
+             "keep_firing_since": T0 + 200, "value": 0.5, "seq": 2, "evaluated_to": T0 + 260}
+    rig.store.put_document("alert", f"gpu1/{RULE}", "gpu1", T0 + 120, older)  # as kvwatch before clearing stored it
+    rig.engine = rig.new_engine()
+    alert = rig.alert(RULE)
+    assert alert is not None
+    assert (alert["state"], alert["resolves_in_s"]) == ("clearing", 240.0)
+    assert alert["headline"] == "KV token usage high 0.50 < 0.90 (clearing — resolves in 4m)"
