@@ -1,6 +1,8 @@
-// The alert banner: one entry per pending or firing alert (rule, host, value against its threshold,
-// since when, a link to its chart window), acknowledge and mute from the page (with the restart
-// panel's token), a browser notification when one starts firing, and the firing count in the title.
+// The alert banner: one entry per pending, firing or clearing alert (rule, host, value against its
+// threshold, since when, a link to its chart window), acknowledge and mute from the page (with the
+// restart panel's token), a browser notification when one starts firing, and the firing count in the
+// title. A clearing alert (its value back on the good side, waiting out keep_firing_for) is listed
+// with the server's headline, which says when it resolves, and is not loud.
 // Everything from the server is set as text, never as markup.
 import { postAlertAction } from "./api.js";
 import { el } from "./dom.js";
@@ -16,7 +18,8 @@ export function clockText(t) {
 }
 
 const quiet = (alert) => Boolean(alert.acknowledged || alert.muted_until);
-const open = (alert) => alert.state === "firing" || alert.state === "pending";
+const OPEN_STATES = new Set(["pending", "firing", "clearing"]);
+const open = (alert) => OPEN_STATES.has(alert.state);
 
 function sinceText(alert, now) {
   if (alert.since === null || alert.since === undefined) return "";

@@ -3,7 +3,8 @@
 The payload is Slack-compatible (`{"text": ...}`, which Slack, Mattermost and most chat hooks
 show) plus structured fields for anything else: `status`, `previous`, `dedup_key`, `alert`.
 
-Only changes to firing and to resolved are sent (pending is for the page). Each change is written
+Only changes to firing and to resolved are sent (pending and clearing are for the page, and so is
+a clearing alert firing again: the receiver was never told it stopped). Each change is written
 to an outbox document (kind "alert_delivery", key "host/rule/seq") before it is sent and marked
 sent after a 2xx, so a restart sends what was still pending and never re-sends what was sent; the
 same holds when another web app on the store takes the alerts lease over (app/alerts/lease.py). A
@@ -99,7 +100,7 @@ class WebhookDelivery:
 
     def submit(self, change: Change) -> None:
         """Called for every change; sends firing and resolved, each (host, rule, seq) once."""
-        if change.alert.state not in NOTIFIED_STATES:
+        if not notifies(change):
             return
         key = f"{change.alert.key}/{change.alert.seq}"
         if key in self._known:
@@ -170,6 +171,12 @@ class WebhookDelivery:
             return str(getattr(exc, "reason", exc)), True
 
 
+def notifies(change: Change) -> bool:
+    """Does the webhook hear of `change`? Firing (not again after clearing) and resolved."""
+    again = change.alert.state == "firing" and change.previous == "clearing"
+    return change.alert.state in NOTIFIED_STATES and not again
+
+
 def _http_only(url: str) -> str:
     if urlsplit(url).scheme not in ("http", "https"):
         raise ValueError("webhook: only http:// and https:// URLs are posted to")
@@ -186,7 +193,7 @@ def message(change: Change, dedup_key: str, base_url: str = "") -> dict[str, Any
     """The POST body; `base_url` ("http://host:port" of the dashboard) makes the chart link absolute."""
     link = base_url + change.payload["link"]
     alert = {**change.payload, "link": link}
-    label = "FIRING" if alert["state"] == "firing" else "RESOLVED"
+    label = str(alert["state"]).upper()
     chart = f"<{link}|chart>" if link.startswith(("http://", "https://")) else f"chart: {link}"
     late = " (found in a backlog)" if alert.get("late") else ""
     return {

@@ -10,6 +10,9 @@
 - `mute(host)` freezes a host's rules while the controller restarts its server; `unmute(host)` (or
   the mute running out) re-arms them: open alerts resolve with a note, data logged during the
   restart is skipped, stale timers restart, and the new run is judged from scratch.
+- A run-scoped rule (`RuleSpec.run_scoped`) judges one server run: once a new run starts on the host
+  (app/runs, followed by `RunWatch`), an alert that opened before it resolves (`run_ended`) within
+  that evaluation, and the rule reads nothing logged before the new run's start.
 - `reconfigure(hosts, rules)` takes a reloaded config: kept hosts carry their states on with the new
   rules, added hosts start like at start-up, and the open alerts of a removed host resolve.
 """
@@ -25,10 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvwatch.app.alerts.listing import RESOLVED_RETENTION_S, sort_alerts, visible
 from kvwatch.app.alerts.rules import RuleSpec
+from kvwatch.app.alerts.runwatch import RunWatch
 from kvwatch.app.alerts.signals import SIGNALS, HostReader
 from kvwatch.app.alerts.silences import SilenceBook
-from kvwatch.app.alerts.state import AlertState, Observation, State, force, step
+from kvwatch.app.alerts.state import OPEN_STATES, AlertState, Observation, ResolvedReason, State, force, step
 from kvwatch.app.alerts.text import public
 from kvwatch.app.alerts.watches import WATCHES, Freshness, WatchContext
 from kvwatch.app.config import HostConfig
@@ -42,12 +47,9 @@ FLUSH_EVERY_S = 10.0
 # A host reading a backlog is evaluated this often, not every tick: each pass reads the rules' windows
 # again, and at 1 s it took as much CPU as the catch-up itself (bench/attach_history.py, 1M lines).
 CATCH_UP_EVERY_S = 10.0
-RESOLVED_RETENTION_S = 900.0  # resolved alerts stay listed this long (Prometheus keeps 15 m too)
 MAX_MUTE_S = 1800.0  # a mute without an end still ends: a crashed controller must not silence a host
 LATE_AFTER_S = 60.0
 ALERT_DOC, MUTE_DOC = "alert", "alert_mute"
-STATE_ORDER = {"firing": 0, "pending": 1, "resolved": 2, "inactive": 3}
-SEVERITY_ORDER = {"page": 0, "warn": 1, "info": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,7 @@ class AlertEngine:
             now = self.clock()
             self._readers = {name: HostReader(self.store, name) for name in self.hosts}
             self._fresh = {name: Freshness(started=now) for name in self.hosts}
+            self._runs = {name: RunWatch(self.store, name) for name in self.hosts}
             self._alerts = {a.key: a for a in map(AlertState.from_dict, _docs(self.store, ALERT_DOC))}
             mutes = [d for d in _docs(self.store, MUTE_DOC) if d["host"] in self.hosts]
             self._mutes = {d["host"]: Mute(d["until"], d["reason"]) for d in mutes if d["until"] > now}
@@ -163,13 +166,14 @@ class AlertEngine:
             return  # the next pass within CATCH_UP_EVERY_S, or at the first tick after it caught up
         self._evaluated_at[host] = now
         self._fresh[host].refresh(self.store, host, now)
+        changes += self._follow_run(host, now)
         for rule in self.rules[host].values():
             changes += self._evaluate_rule(host, rule, now)
 
     def reconfigure(self, hosts: Sequence[HostConfig], rules: Mapping[str, tuple[RuleSpec, ...]]) -> list[Change]:
         """Evaluate `hosts` with `rules` from now on. A kept host's states carry on (a firing alert
         stays firing with its `since`, so nothing is re-sent); an added host starts like at start-up
-        (its stored states, if it had any, resume); a removed host's pending and firing alerts end
+        (its stored states, if it had any, resume); a removed host's open alerts end
         (firing -> resolved, noted "host removed from the config") and it is no longer evaluated."""
         with self._lock:
             now = self.clock()
@@ -180,6 +184,7 @@ class AlertEngine:
             for name in new.keys() - self._readers.keys():
                 self._readers[name] = HostReader(self.store, name)
                 self._fresh[name] = Freshness(started=now)
+                self._runs[name] = RunWatch(self.store, name)
             # New dicts, not edits: the service's restart check iterates `hosts` outside the lock.
             self.rules = {name: {r.name: r for r in rules.get(name, ())} for name in new}
             self.hosts = new
@@ -191,10 +196,10 @@ class AlertEngine:
             rule = self.rules[host].get(alert.rule)
             if rule is not None:
                 t = now if rule.clock == "wall" else (alert.evaluated_to or now)
-                changes += self._forced(alert, rule, t, "host removed from the config", when=now)
+                changes += self._forced(alert, rule, t, "host_removed", "host removed from the config", when=now)
         if self._mutes.pop(host, None) is not None:  # a host added back later starts unmuted
             self.store.put_document(MUTE_DOC, host, host, now, {"host": host, "until": 0.0, "reason": "removed"})
-        del self._readers[host], self._fresh[host]
+        del self._readers[host], self._fresh[host], self._runs[host]
         return changes
 
     def mute(self, host: str, until: float | None = None, reason: str = "controller restart") -> None:
@@ -227,7 +232,7 @@ class AlertEngine:
             return copy.copy(self._mutes.get(host))
 
     def snapshot(self, host: str | None = None, retention_s: float = RESOLVED_RETENTION_S) -> list[dict[str, Any]]:
-        """Alerts a person should see: pending and firing, and resolved ones for `retention_s`."""
+        """Alerts a person should see: pending, firing and clearing, and resolved ones for `retention_s`."""
         with self._lock:
             now = self.clock()
             shown = [
@@ -279,7 +284,7 @@ class AlertEngine:
     def _evaluate_rule(self, host: str, rule: RuleSpec, now: float) -> list[Change]:
         alert = self._alert(host, rule.name)
         if not rule.enabled:
-            return self._forced(alert, rule, now, "rule disabled")
+            return self._forced(alert, rule, now, "rule_disabled", "rule disabled")
         if rule.clock == "wall":
             context = WatchContext(self.hosts[host], self._fresh[host], self._health(host), now)
             seen = WATCHES[rule.kind](context, rule)
@@ -294,9 +299,12 @@ class AlertEngine:
     def _apply(self, alert: AlertState, rule: RuleSpec, observations: list[Observation], now: float) -> list[Change]:
         changes = []
         newest = observations[-1].t if observations else 0.0
+        run = self._runs[alert.host].run if rule.run_scoped else None
         for obs in observations:
             previous = alert.state
             if step(alert, obs, rule.for_s, rule.keep_firing_for_s):
+                if previous not in OPEN_STATES and alert.state in OPEN_STATES:
+                    alert.run_id = run.id if run is not None else None
                 alert.late = rule.clock == "event" and newest - obs.t > LATE_AFTER_S
                 changes.append(self._changed(alert, rule, previous, now))
         if observations:
@@ -320,16 +328,42 @@ class AlertEngine:
         for rule in self.rules[host].values():
             alert = self._alert(host, rule.name)
             t = now if rule.clock == "wall" else (latest if latest is not None else alert.evaluated_to or now)
-            changes += self._forced(alert, rule, t, f"re-armed after {reason}", when=now)
+            changes += self._forced(alert, rule, t, "rearmed", f"re-armed after {reason}", when=now)
             alert.evaluated_to = latest if rule.clock == "event" else alert.evaluated_to
             self._dirty.add(alert.key)
         return changes
 
+    def _follow_run(self, host: str, now: float) -> list[Change]:
+        """A new server run on `host`: its run-scoped rules read from the run's start on, and their
+        alerts that opened before it resolve (`run_ended`) at that start, on the log's clock."""
+        run = self._runs[host].refresh()
+        reader = self._readers[host]
+        if run is None:
+            return []
+        # Reads are `t > since`: from just before the start, so a sample logged at it counts.
+        run_from = math.nextafter(run.started_at, -math.inf)
+        if reader.run_from == run_from:
+            return []
+        if reader.run_from is not None:
+            reader.cache.clear()  # windows and the steady state of the run that ended
+        reader.run_from = run_from
+        changes = []
+        for rule in [r for r in self.rules[host].values() if r.run_scoped]:
+            alert = self._alert(host, rule.name)
+            opened = alert.active_at if alert.active_at is not None else alert.since
+            if alert.state in OPEN_STATES and opened is not None and opened < run.started_at:
+                t = max(run.started_at, alert.since or run.started_at)
+                changes += self._forced(alert, rule, t, "run_ended", f"new run {run.id}", when=now)
+            if alert.evaluated_to is not None and alert.evaluated_to < run_from:
+                alert.evaluated_to = run_from
+                self._dirty.add(alert.key)
+        return changes
+
     def _forced(
-        self, alert: AlertState, rule: RuleSpec, t: float, note: str, when: float | None = None
+        self, alert: AlertState, rule: RuleSpec, t: float, reason: ResolvedReason, note: str, when: float | None = None
     ) -> list[Change]:
         previous = alert.state
-        if not force(alert, t, note):
+        if not force(alert, t, reason, note):
             return []
         alert.late = False
         return [self._changed(alert, rule, previous, self.clock() if when is None else when)]
@@ -340,7 +374,8 @@ class AlertEngine:
         if self.on_record is not None:
             self.on_record(change)
         self._persist(alert)
-        log.info("alert %s: %s -> %s (value %s)", alert.key, previous, alert.state, alert.value)
+        reason = f", {alert.resolved_reason}" if alert.resolved_reason else ""
+        log.info("alert %s: %s -> %s (value %s%s)", alert.key, previous, alert.state, alert.value, reason)
         return change
 
     def _start(self, host: str, evaluated_to: float | None) -> float | None:
@@ -373,19 +408,6 @@ class AlertEngine:
     def _require(self, host: str) -> None:
         if host not in self.hosts:
             raise KeyError(f"unknown host {host!r}")
-
-
-def sort_alerts(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Firing first, then pending, then resolved; pages before warnings; newest first."""
-    items.sort(key=lambda a: -(a["since"] or 0.0))
-    items.sort(key=lambda a: (STATE_ORDER.get(a["state"], 9), SEVERITY_ORDER.get(a["severity"], 9)))
-    return items
-
-
-def visible(alert: AlertState, now: float, retention_s: float) -> bool:
-    if alert.state in ("pending", "firing"):
-        return True
-    return alert.state == "resolved" and now - (alert.changed_wall or 0.0) <= retention_s
 
 
 def _docs(store: Store, kind: str) -> list[dict[str, Any]]:

@@ -9,6 +9,11 @@ and the field (app/config_tables.py).
 Two clocks: rules over log lines (`clock="event"`) measure `for`, `keep_firing_for` and windows in
 log time, so a replayed or sped-up log behaves exactly as the live one; rules about data NOT
 arriving (stale logs, unreachable host) can only be measured on this machine's clock (`"wall"`).
+
+Two scopes, declared per kind in KIND_SCOPES: a rule about the server's state (`"run"`: usage,
+queue, server events, throughput) judges one server run; when a new run starts on the host its open
+alert resolves (reason `run_ended`) and the new run starts from zero. A rule about a source or the
+host (`"source"`: stale logs, stalled outputs, SSH) spans runs: a restart does not fix a dead link.
 """
 
 from __future__ import annotations
@@ -37,6 +42,13 @@ from kvwatch.app.config_tables import (
 from kvwatch.app.errors import ConfigError
 
 Clock = Literal["event", "wall"]
+Scope = Literal["run", "source"]
+# Every kind an evaluator exists for (app.alerts.signals and app.alerts.watches), and its scope.
+KIND_SCOPES: Mapping[str, Scope] = {
+    "threshold": "run", "queue": "run", "events": "run", "throughput": "run",
+    "server_stale": "source", "client_stale": "source", "outputs_stalled": "source",
+    "host_key": "source", "unreachable": "source",
+}
 SEVERITIES = ("page", "warn", "info")
 SERVER_EVENTS = ("retract", "exception", "oom", "watchdog_timeout", "crash", "error")
 
@@ -55,6 +67,11 @@ class RuleSpec:
 
     def param(self, key: str) -> Any:
         return self.params[key]
+
+    @property
+    def run_scoped(self) -> bool:
+        """Does a new server run on the host end this rule's alert? (see KIND_SCOPES)"""
+        return KIND_SCOPES[self.kind] == "run"
 
 
 # fmt: off

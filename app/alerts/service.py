@@ -16,17 +16,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.app.alerts.delivery import WebhookDelivery
-from kvwatch.app.alerts.engine import (
-    ALERT_DOC,
-    MAX_MUTE_S,
-    RESOLVED_RETENTION_S,
-    AlertEngine,
-    Change,
-    Mute,
-    sort_alerts,
-    visible,
-)
+from kvwatch.app.alerts.engine import ALERT_DOC, MAX_MUTE_S, AlertEngine, Change, Mute
 from kvwatch.app.alerts.lease import Lease
+from kvwatch.app.alerts.listing import RESOLVED_RETENTION_S, sort_alerts, visible
 from kvwatch.app.alerts.rules import rules_for_host
 from kvwatch.app.alerts.silences import SilenceBook
 from kvwatch.app.alerts.state import AlertState

@@ -30,6 +30,7 @@ class HostReader:
     host: str
     cache: dict[str, Any] = field(default_factory=dict)
     floor: float | None = None  # log time the host was re-armed at: nothing before it counts
+    run_from: float | None = None  # log time the host's current server run started: nor before it
 
     def series(self, metric: str, since: float | None) -> tuple[Floats, Floats]:
         return self.store.series(self.host, metric, since=self._since(since))
@@ -47,12 +48,11 @@ class HostReader:
         if latest:
             self.cache["events_to"] = float(latest[-1]["t"])
         ready: float | None = self.cache.get("ready")
-        return ready if ready is not None else self.floor
+        return ready if ready is not None else self._since(None)
 
     def _since(self, since: float | None) -> float | None:
-        if self.floor is None:
-            return since
-        return self.floor if since is None else max(since, self.floor)
+        bounds = [b for b in (since, self.floor, self.run_from) if b is not None]
+        return max(bounds) if bounds else None
 
 
 def threshold(reader: HostReader, rule: RuleSpec, start: float) -> list[Observation]:

@@ -17,6 +17,7 @@ import threading
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from kvwatch.app.alerts.state import OPEN_STATES
 from kvwatch.app.errors import Conflict
 from kvwatch.app.store.base import Store
 
@@ -25,7 +26,7 @@ MAX_SILENCE_S = 7 * 86400.0
 
 
 class AlertNotOpen(Conflict):
-    """Only a pending or firing alert can be acknowledged."""
+    """Only an open (pending, firing or clearing) alert can be acknowledged."""
 
 
 @dataclass(slots=True)
@@ -80,7 +81,7 @@ class SilenceBook:
             return self._items.get(key)
 
     def acknowledge(self, host: str, rule: str, alert: dict[str, Any], now: float) -> Silence:
-        if alert.get("state") not in ("pending", "firing"):
+        if alert.get("state") not in OPEN_STATES:
             raise AlertNotOpen(f"{host}/{rule} is {alert.get('state', 'inactive')}: only an open alert is acknowledged")
         return self._write(host, rule, now, acked_episode=episode(alert), acked_at=now)
 
@@ -100,7 +101,7 @@ class SilenceBook:
         acked = (
             silence is not None
             and silence.acked_episode is not None
-            and alert.get("state") in ("pending", "firing")
+            and alert.get("state") in OPEN_STATES
             and silence.acked_episode == episode(alert)
         )
         alert["acknowledged"] = acked

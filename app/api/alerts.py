@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field
 
 from kvwatch.app.alerts import AlertService, alerts_view
-from kvwatch.app.alerts.engine import RESOLVED_RETENTION_S
+from kvwatch.app.alerts.listing import RESOLVED_RETENTION_S
 from kvwatch.app.alerts.silences import MAX_SILENCE_S
 from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.api.restart import require_same_origin, require_token
@@ -34,7 +34,10 @@ def list_alerts(
     alert entered its state, in epoch seconds on the rule's clock (`clock`: "event" = log time);
     `link` opens the chart window around it; resolved alerts stay listed for `resolved_within` s.
     `headline` is the rule with its value against its `threshold`; `acknowledged` and `muted_until`
-    are what was done from the page."""
+    are what was done from the page. `state` is pending, firing, clearing (the condition is false
+    and the rule waits out `keep_firing_for` until `resolves_at`, `resolves_in_s` from its last
+    evaluation) or resolved, with `resolved_reason` (cleared, run_ended, rearmed, rule_disabled,
+    host_removed); `run_id` is the server run a run-scoped alert opened on."""
     if host is not None:
         require_host(services, host)
     return alerts_view(services, host, resolved_within)
@@ -42,7 +45,7 @@ def list_alerts(
 
 @router.post("/api/alerts/{host}/{rule}/ack", dependencies=PROTECTED)
 def acknowledge(host: str, rule: str, services: ServicesDep) -> dict[str, Any]:
-    """Acknowledge the open (pending or firing) alert: listed still, but quiet on the page; 409 when
+    """Acknowledge the open (pending, firing or clearing) alert: listed still, but quiet on the page; 409 when
     the alert is not open. Every tab hears it as an SSE `alert` event."""
     alerting = _alerting(services)
     alert = _current(alerting, host, rule)

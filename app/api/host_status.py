@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kvwatch.app.alerts import alerts_view
+from kvwatch.app.alerts import OPEN_STATES, alerts_view
 from kvwatch.app.api.derived import RATE_WINDOW_S, eta, trailing_rate
 from kvwatch.app.config import HostConfig
 from kvwatch.app.flags.schema import FlagError, Schema, bundled_versions, load_bundled
@@ -26,7 +26,7 @@ from kvwatch.app.store.base import Store
 NOW_METRICS = ("gen_throughput", "token_usage", "running_req", "queue_req")
 MEAN_WINDOW_S = 300.0  # "5-min mean" of generation throughput
 CLIENT_SILENT_S = 120.0  # a progress bar quiet this long while outputs grow is flagged
-ALERT_FIELDS = ("rule", "state", "since", "value", "severity", "title", "summary")
+ALERT_FIELDS = ("rule", "state", "since", "value", "severity", "title", "summary", "headline", "resolves_in_s")
 # Name the model or switch on reporting rather than choose a configuration.
 NOT_DEFINING = frozenset({"model-path", "tokenizer-path", "served-model-name", "enable-metrics"})
 
@@ -144,7 +144,7 @@ def host_status(services: Services, host: HostConfig, now: float) -> dict[str, A
     throughput_at = sampled_at.get("gen_throughput")
     progress = eta(store, host.name, host.target_completions, now)
     health = host_health(services, host.name)
-    alerts = [a for a in alerts_view(services, host.name, 0.0) if a.get("state") in ("pending", "firing")]
+    alerts = [a for a in alerts_view(services, host.name, 0.0) if a.get("state") in OPEN_STATES]
     return {
         "host": host.name,
         "run": current_run(store, host),

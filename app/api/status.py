@@ -18,7 +18,7 @@ def get_host_status(services: ServicesDep, name: str) -> dict[str, Any]:
     """`host`, `run` {`id`, `flags`, `state`, ...}, the newest `gen_throughput`, `token_usage`,
     `running_req`, `queue_req` (times in `sampled_at`), `gen_throughput_mean_5min`, `completions`
     (and `completions_by_dataset`), `completion_rate` (per second, trailing 60 s), `eta_s` to
-    `target_completions`, pending and firing `alerts`, `client` (last progress, its age, `silent`),
+    `target_completions`, pending, firing and clearing `alerts`, `client` (last progress, its age, `silent`),
     `collector` state, `as_of` (this answer's time, epoch seconds). `verdict` is always null here:
     the diagnosis is GET /api/hosts/{name}/diagnosis."""
     require_host(services, name)

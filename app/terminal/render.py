@@ -116,6 +116,15 @@ def outputs_line(status: dict[str, Any]) -> str | None:
     return "  outputs  " + "  | ".join(parts)
 
 
+def clearing_words(alert: dict[str, Any]) -> str:
+    """" — resolves in 4m40s" for a clearing alert (its condition is false; it waits out
+    keep_firing_for), counted on the rule's clock from its last evaluation."""
+    left = alert.get("resolves_in_s")
+    if alert.get("state") != "clearing" or not isinstance(left, int | float):
+        return ""
+    return f" — resolves in {duration(left)}"
+
+
 def alert_lines(status: dict[str, Any], colour: bool) -> list[str]:
     alerts = status.get("alerts") or []
     if not alerts:
@@ -129,7 +138,7 @@ def alert_lines(status: dict[str, Any], colour: bool) -> list[str]:
         since = alert.get("since")
         age = "" if since is None else f" for {duration(status['as_of'] - since)}"
         label = "  alerts   " if not lines else " " * 11
-        lines.append(f"{label}{state} {alert.get('rule')}{shown}{age}")
+        lines.append(f"{label}{state} {alert.get('rule')}{shown}{age}{clearing_words(alert)}")
     return lines
 
 

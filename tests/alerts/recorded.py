@@ -82,6 +82,13 @@ class Rig:
         row = EventRow("event", t, 1, {"event": name, "ts": ""})
         self.store.commit(Batch(self.host.name, "server_log", "/server_log", events=[row]))
 
+    def new_run(self, t: float, flags: dict[str, Any] | None = None) -> None:
+        """A server (re)start at log time `t`: its argument dump, then `ready` a second later."""
+        args = {"model_path": "m", **(flags or {})}
+        dump = EventRow("server_args", t, 1, {"args": args, "ts": ""})
+        rows = [dump, EventRow("event", t + 1, 2, {"event": "ready"})]
+        self.store.commit(Batch(self.host.name, "server_log", "/server_log", events=rows))
+
     def play(self, metric: str, points: list[tuple[float, float]], wall_step: float = 1.0) -> None:
         """Commit one sample at a time and evaluate after each, as live collection would."""
         for point in points:

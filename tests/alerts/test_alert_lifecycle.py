@@ -44,7 +44,7 @@ def test_fresh_data_ends_stale_and_only_fresh_data_resolves(rig: Rig) -> None:
     # keep_firing_for (300 s) of log time.
     rig.play("token_usage", every(T0 + 400, [0.4] * 70))
     assert rig.of(STALE) == ["firing", "resolved"]
-    assert rig.of(RULE) == ["pending", "firing", "resolved"]
+    assert rig.of(RULE) == ["pending", "firing", "clearing", "resolved"]
     assert rig.changes[-1].alert.since == T0 + 400 + 300
 
 

@@ -27,7 +27,7 @@ def test_a_retraction_fires_at_once_and_resolves_as_the_log_moves_on(rig: Rig) -
     assert "retract" in alert["summary"]
     # Out of the 300 s window at T0+362, then keep_firing_for 300 s more of log time.
     rig.play("token_usage", every(T0 + 365, [0.6] * 61))
-    assert rig.of("retractions") == ["firing", "resolved"]
+    assert rig.of("retractions") == ["firing", "clearing", "resolved"]
     assert rig.changes[-1].alert.since == T0 + 365 + 300
 
 

@@ -38,7 +38,7 @@ def test_a_firing_alert_carries_on_under_new_thresholds(rig: Rig) -> None:
     assert rig.of(RULE) == ["pending", "firing"]  # nothing new went to the page or the webhook
     # The new stay_at applies: 0.95 held the old 0.90, not 0.96; keep_firing_for (300 s) later it resolves.
     rig.play("token_usage", every(T0 + 300, [0.95] * 70))
-    assert rig.of(RULE) == ["pending", "firing", "resolved"]
+    assert rig.of(RULE) == ["pending", "firing", "clearing", "resolved"]
     assert rig.changes[-1].alert.since == T0 + 300 + 300
     # A restart after the reload finds the state the reload left.
     rig.engine.flush()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kvwatch.app.alerts.delivery import notifies
 from tests.alerts.recorded import T0, Rig, every
 
 RULE = "token_usage_high"
@@ -51,7 +52,7 @@ def test_values_hovering_around_the_threshold_fire_once_and_do_not_flap(rig: Rig
     # Pending may start over while usage is mostly below 0.95 (nobody is told about pending);
     # once firing, nothing changes until usage really falls.
     assert [s for s in states if s in ("firing", "resolved")] == ["firing", "resolved"]
-    assert states[states.index("firing") + 1 :] == ["resolved"]
+    assert states[states.index("firing") + 1 :] == ["clearing", "resolved"]
     resolved = next(c.alert for c in rig.changes if c.alert.state == "resolved")
     # It resolves keep_firing_for (300 s) after the last sample at or above stay_at (0.90).
     last_high = T0 + (6 + 360 - 1) * 5
@@ -74,21 +75,25 @@ def test_hysteresis_keeps_firing_between_stay_and_fire_thresholds(rig: Rig) -> N
 def test_dips_below_stay_shorter_than_keep_firing_for_do_not_resolve(rig: Rig) -> None:
     dips = ([0.85] * 24 + [0.93] * 6) * 6  # 2 min dips below 0.90 within a 5 min keep_firing_for
     rig.play("token_usage", every(T0, [0.97] * 30 + dips))
-    assert rig.of(RULE) == ["pending", "firing"]
+    # Each dip is shown as clearing (the value is below stay_at), each return as firing since the
+    # first fire; the webhook hears none of it.
+    assert rig.of(RULE) == ["pending", "firing"] + ["clearing", "firing"] * 6
+    assert {c.alert.since for c in rig.changes if c.alert.state == "firing"} == {T0 + 120}
+    assert [c.alert.state for c in rig.changes if notifies(c)] == ["firing"]
 
 
 def test_resolved_then_saturated_again_is_a_new_firing(rig: Rig) -> None:
     rig.play("token_usage", every(T0, [0.97] * 30 + [0.5] * 70 + [0.97] * 30))
-    assert rig.of(RULE) == ["pending", "firing", "resolved", "pending", "firing"]
+    assert rig.of(RULE) == ["pending", "firing", "clearing", "resolved", "pending", "firing"]
     seqs = [c.alert.seq for c in rig.changes if c.alert.rule == RULE]
-    assert seqs == [1, 2, 3, 4, 5]
+    assert seqs == [1, 2, 3, 4, 5, 6]
 
 
 def test_a_backlog_plays_out_in_log_order_and_is_marked_late(rig: Rig) -> None:
     # Ten minutes read at once after a reconnect: saturated, then fine again.
     rig.samples("token_usage", every(T0, [0.97] * 40 + [0.5] * 80))
     rig.engine.evaluate()
-    assert rig.of(RULE) == ["pending", "firing", "resolved"]
+    assert rig.of(RULE) == ["pending", "firing", "clearing", "resolved"]
     assert all(c.alert.late for c in rig.changes if c.alert.rule == RULE)
     rig.play("token_usage", every(T0 + 600, [0.97] * 40))  # live again
     assert rig.of(RULE)[-1] == "firing"

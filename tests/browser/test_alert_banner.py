@@ -15,9 +15,13 @@ from typing import Any
 import httpx
 import pytest
 
-from kvwatch.app.config import HostConfig
+from kvwatch.app.alerts import start_alerting
+from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
+from kvwatch.app.services import Services
+from kvwatch.app.store.base import Batch, EventRow, Sample, Store
+from kvwatch.app.store.sqlite import SqliteStore
 from tests.browser.world import ScriptedRun
 from tests.fixtures.web import block_outside_requests, open_dashboard, wait_settled
 
@@ -174,3 +178,46 @@ def test_a_newly_firing_alert_notifies_and_titles_the_tab_once_permitted(startin
     assert len(shown) == 1 and shown[0]["title"] == "kvwatch: gpu1"
     assert re.fullmatch(r"KV token usage high 0\.9\d [≥<] 0\.95", shown[0]["body"]), shown
     page.wait_for_function("document.title === '(1) kvwatch'", timeout=10_000)
+
+
+@pytest.fixture
+def stored(tmp_path: Path, serve_app: Any) -> Iterator[tuple[str, Services]]:
+    """One host whose samples the test commits itself, alerting every 0.2 s: no log, no collector."""
+    host = HostConfig(name="gpu1", ssh="local", server_log=str(tmp_path / "none.log"))
+    services = Services(Config(server=ServerConfig(data_dir=str(tmp_path)), hosts=(host,)),
+                        SqliteStore(str(tmp_path / "kvwatch.db")))
+    server = serve_app(create_app(services, manage_collectors=False))
+    services.alerts = start_alerting(services, interval=0.2)
+    yield server.url, services
+    services.stop()
+
+
+def usage(store: Store, start: float, values: list[float]) -> None:
+    samples = [Sample("token_usage", "", start + 5 * i, v) for i, v in enumerate(values)]
+    store.commit(Batch("gpu1", "server_log", "/l", samples=samples))
+
+
+def test_a_value_back_under_the_limit_turns_the_entry_clearing_without_a_reload(
+    stored: tuple[str, Services], page: Any
+) -> None:
+    url, services = stored
+    t0 = 1_771_937_354.0
+    usage(services.store, t0, [0.97] * 40)  # firing at t0+120
+    outside = open_page(page, url)
+    assert page.title() == "(1) kvwatch"
+    loads = []
+    page.on("framenavigated", lambda frame: loads.append(frame.url))
+    usage(services.store, t0 + 200, [0.69] * 6)
+    clearing = "[data-testid=alert-entry][data-rule=token_usage_high][data-state=clearing]"
+    page.locator(clearing).wait_for(timeout=5_000)  # the SSE `alert` event, not the 10 s reload
+    headline = page.locator(clearing).locator("[data-testid=alert-headline]").inner_text()
+    assert headline == "KV token usage high 0.69 < 0.90 (clearing — resolves in 4m35s)"
+    since = page.locator(clearing).locator(".alert-since").inner_text()
+    assert re.fullmatch(r"clearing since [\d.]+ (s|min|h) ago", since), since
+    assert page.locator(FIRING).count() == 0
+    page.wait_for_function("document.title === 'kvwatch'", timeout=5_000)  # clearing is not loud
+    page.screenshot(path=str(ARTIFACTS / "alert-banner-clearing.png"))
+    start = [EventRow("server_args", t0 + 300, 1, {"args": {"kv_cache_dtype": "fp8_e5m2"}, "ts": ""})]
+    services.store.commit(Batch("gpu1", "server_log", "/l", events=start))  # a new run: resolved, run_ended
+    page.locator(clearing).wait_for(state="detached", timeout=5_000)
+    assert loads == [] and outside == []
