@@ -45,12 +45,16 @@ def drop_unobserved(
     return np.ascontiguousarray(rt[~crossed]), np.ascontiguousarray(rv[~crossed])
 
 
-def eta(store: Store, host: str, target: int | None, now: float) -> dict[str, Any] | None:
-    """Done so far, recent pace and when `target` completions will be reached at that pace."""
+def eta(
+    store: Store, host: str, target: int | None, now: float, since: float | None = None
+) -> dict[str, Any] | None:
+    """Done so far, recent pace and when `target` completions will be reached at that pace. The pace
+    is read after `since` too, when given (the current run's start: another config's pace is not this one's)."""
     last = store.latest(host, "completions")
     if last is None:
         return None
-    t, v = store.series(host, "completions", since=last[0] - ETA_WINDOW_S)
+    start = last[0] - ETA_WINDOW_S if since is None else max(last[0] - ETA_WINDOW_S, since)
+    t, v = store.series(host, "completions", since=start)
     rate = float((v[-1] - v[0]) / (t[-1] - t[0])) if len(t) >= 2 and t[-1] > t[0] else 0.0
     rate = max(rate, 0.0)
     done = last[1]
