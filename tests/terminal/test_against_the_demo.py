@@ -186,6 +186,22 @@ def test_wait_until_ready_and_until_steady(demo: Demo) -> None:
     assert compared["runs"][0]["steady"]["status"] == "steady"
 
 
+def test_wait_until_steady_then_compare_fills_every_row(demo: Demo) -> None:
+    # The README's recipe: `kvwatch wait --until steady && kvwatch compare`, here on the demo's store
+    # read without its config (the demo's 2-minute minimum is what its kvwatch recorded there).
+    steady = kvwatch("wait", "--host", "demo", "--until", "steady", "--timeout", "240", "--json", "--url", demo.url,
+                     timeout=300)
+    assert steady.returncode == 0, steady.stderr
+    run_id = json.loads(steady.stdout)["run"]["id"]
+    done = kvwatch("compare", "--workdir", str(demo.world), "--runs", run_id, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["runs"][0]["steady"]["status"] == "steady", result["runs"][0]["steady"]
+    assert {row["metric"]: row["values"][0] for row in result["rows"] if row["values"][0] is None} == {}
+    table = kvwatch("compare", "--workdir", str(demo.world), "--runs", run_id)
+    assert table.returncode == 0 and "not enough steady data" not in table.stdout, table.stdout
+
+
 def test_wait_until_the_token_usage_alert_fires(demo: Demo) -> None:
     done = kvwatch("wait", "--host", "demo", "--until", "alert=token_usage_high", "--timeout", "120", "--json",
                    "--url", demo.url, timeout=180)
