@@ -101,7 +101,9 @@ def test_plain_status_is_one_block_without_escape_codes(demo: Demo) -> None:
     assert lines[1].startswith(f"  run      {run_id}  running for ")
     assert lines[2].startswith("  config   ") and "--mem-fraction-static 0.88" in lines[2]
     assert "--enable-hierarchical-cache" in lines[2] and "--model-path" not in lines[2]
-    assert lines[3].startswith("  server   ") and " tok/s (5-min mean " in lines[3] and "  KV 0." in lines[3]
+    assert lines[3].startswith("  server   ") and "  KV 0." in lines[3]
+    # the demo's run is minutes old: its mean covers its life so far, or the last 5 minutes
+    assert " tok/s (mean over " in lines[3] or " tok/s (5-min mean " in lines[3]
     assert any(line.startswith("  client   ") for line in lines)
     outputs = next(line for line in lines if line.startswith("  outputs  "))
     assert "B2_opencodeinstruct" in outputs or "B6" in outputs
