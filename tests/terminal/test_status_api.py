@@ -159,6 +159,12 @@ def test_a_young_runs_windowed_numbers_are_its_own(client: TestClient, services:
     assert body["completion_rate"] == pytest.approx(1.0)  # (412 - 402) / 10 s, not A's 5/s
     assert body["completion_pace"] == pytest.approx(1.0)
     assert body["eta_s"] == pytest.approx((1000 - 412) / 1.0)
+    # The ETA /api/series, /api/hosts and /metrics give is at the same pace (the run's, once listed).
+    series = client.get("/api/series", params={"host": "gpu1", "metric": "completions"}).json()
+    assert series["eta"]["rate_per_s"] == pytest.approx(1.0) and series["eta"]["eta_s"] == pytest.approx(588.0)
+    hosts = client.get("/api/hosts").json()
+    assert hosts[0]["progress"]["rate_per_s"] == pytest.approx(1.0)
+    assert 'kvwatch_eta_seconds{host="gpu1"} 588.0' in client.get("/metrics").text
 
 
 def test_an_older_runs_mean_covers_the_full_window(client: TestClient, services: Services) -> None:
