@@ -15,9 +15,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from kvwatch.app.cli import main
+from kvwatch.app.compare import DEFAULT_MIN_STEADY_S
 from kvwatch.app.compare.offline import load_log
+from kvwatch.app.compare.settings import stored_min_steady
 from kvwatch.app.config import load_config
 from kvwatch.app.main import create_app
+from kvwatch.app.reload import ConfigReloader
 from kvwatch.app.runner import build_services
 from kvwatch.app.store.sqlite import SqliteStore
 from tests.compare.synth import THREE_CONFIGS, write_log
@@ -107,3 +110,18 @@ def test_the_hosts_setting_changes_the_window_for_every_consumer(
     assert all(client.get(f"/api/runs/{run_id}/steady").json()["filled"] for run_id in ids)
     # `--min-steady` still overrides for one comparison.
     assert statuses(cli_json(capsys, "--config", str(configs[0]), "--min-steady", "300")) == ["too_short"] * 2
+
+
+def test_a_reload_records_the_new_minimum_for_readers_of_the_store(
+        configs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "kvwatch.toml"
+    path.write_text(configs[1].read_text())  # no setting: the default
+    services = build_services(load_config(path), collect=False, controllers=False)
+    try:
+        assert stored_min_steady(services.store, "gpu1") == DEFAULT_MIN_STEADY_S
+        path.write_text(configs[0].read_text())  # the 2-minute setting, by SIGHUP's reload
+        assert ConfigReloader(services, str(path), collect=False).reload()
+        assert stored_min_steady(services.store, "gpu1") == 120.0
+    finally:
+        services.stop()
+    assert statuses(cli_json(capsys, "--db", str(tmp_path / "kvwatch.db"), "--host", "gpu1")) == ["steady", "steady"]
