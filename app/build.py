@@ -12,12 +12,14 @@ change.registries`), so a reader sees the old set or the new one, never a half-u
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from kvwatch.app.alerts import validate_alert_config
 from kvwatch.app.bus import EventBus
+from kvwatch.app.compare.settings import record_min_steady
 from kvwatch.app.config import Config, HostConfig
 from kvwatch.app.config_files import check_host_files
 from kvwatch.app.controller.restart import HostController
@@ -57,6 +59,7 @@ def build_services(config: Config, collect: bool = True, controllers: bool = Tru
     try:
         if collect:
             claim_hosts(services.store, (h.name for h in config.hosts), this_owner())
+        record_min_steady(services.store, config, time.time())  # for commands reading the store alone
         made = build_controllers(config, services.store) if controllers else {}
     except ConfigError:
         services.store.close()

@@ -21,9 +21,11 @@ import dataclasses
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 
 from kvwatch.app.build import check_config, host_changes, next_registries
+from kvwatch.app.compare.settings import record_min_steady
 from kvwatch.app.config import Config, ServerConfig, load_config
 from kvwatch.app.controller.swap import ControllerSwap, plan_swap
 from kvwatch.app.errors import KvwatchError
@@ -63,6 +65,7 @@ class ConfigReloader:
     def _apply(self, config: Config) -> None:
         running = self.services.registries
         swap = self._plan_controllers(config)  # everything that can refuse comes before any change
+        record_min_steady(self.services.store, config, time.time())  # refuses a bad [hosts.compare] first
         if self.collect:
             claim_hosts(self.services.store, host_changes(running.config, config).added, this_owner())
         controllers = running.controllers

@@ -6,15 +6,24 @@ import { formatDuration } from "./status.js";
 const CELLS = [
   // [testid, label, status field, format]
   ["now-gen", "gen tok/s", "gen_throughput", (v) => Math.round(v).toLocaleString("en-US")],
-  ["now-gen-mean", "5-min mean", "gen_throughput_mean_5min", (v) => Math.round(v).toLocaleString("en-US")],
+  ["now-gen-mean", "5-min mean", "gen_throughput_mean", (v) => Math.round(v).toLocaleString("en-US")],
   ["now-usage", "KV token usage", "token_usage", (v) => v.toFixed(3)],
   ["now-running", "running", "running_req", (v) => Math.round(v).toLocaleString("en-US")],
   ["now-queue", "queue", "queue_req", (v) => Math.round(v).toLocaleString("en-US")],
   ["now-rate", "completions/s", "completion_rate", (v) => v.toFixed(2)],
   ["now-eta", "ETA", "eta_s", (v) => formatDuration(v)],
 ];
+const FULL_MEAN_S = 300;  // the server's longest mean window; a younger run's mean covers the run alone
 const LIVE = new Set(["gen_throughput", "token_usage", "running_req", "queue_req"]);
 const FLAG_LIMIT = 12;
+
+// 14 s, 3 min 20 s: the span a mean covers, to the second.
+function formatSeconds(seconds) {
+  const whole = Math.max(Math.round(seconds), 0);
+  if (whole < 60) return `${whole} s`;
+  const secs = whole % 60;
+  return secs ? `${Math.floor(whole / 60)} min ${secs} s` : `${whole / 60} min`;
+}
 
 function cell(testid, label) {
   const box = el("div", { class: "now" });
@@ -38,6 +47,13 @@ export function createNowRow(root) {
   flags.classList.add("now-flags");
   root.append(alerts, verdict, flags);
 
+  // "mean over 14 s" while the run is younger than the full window: the server never averages two runs.
+  const meanLabel = (seconds) => {
+    const label = cells.get("gen_throughput_mean").box.querySelector(".now-label");
+    const young = seconds !== null && seconds !== undefined && seconds < FULL_MEAN_S;
+    label.textContent = young ? `mean over ${formatSeconds(seconds)}` : "5-min mean";
+  };
+
   const show = (field, value) => {
     const entry = cells.get(field);
     if (!entry) return;
@@ -48,6 +64,7 @@ export function createNowRow(root) {
   return {
     clear() {
       for (const field of cells.keys()) show(field, null);
+      meanLabel(null);
       alerts.querySelector(".now-value").textContent = "—";
       flags.querySelector(".now-value").replaceChildren(el("span", { class: "muted" }, "—"));
       verdict.hidden = true;
@@ -55,6 +72,7 @@ export function createNowRow(root) {
     status(status) {
       if (!status) return;
       for (const field of cells.keys()) show(field, status[field]);
+      meanLabel(status.mean_window_s);
       const active = status.alerts || [];
       const firing = active.filter((a) => a.state === "firing");
       const text = active.length ? active.map((a) => `${a.state}: ${a.rule}`).join(" · ") : "none";

@@ -19,7 +19,7 @@ from fastapi.responses import PlainTextResponse
 
 from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compare_runs, overlay, parse_window, render
-from kvwatch.app.compare.settings import host_min_steady
+from kvwatch.app.compare.settings import min_steady_by_host
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.runs import find_runs
 
@@ -44,9 +44,10 @@ def get_compare(
     if not chosen:
         raise KvwatchError("runs: name at least two run ids (GET /api/runs lists them)")
     windows = dict(parse_window(w) for w in window or [])
-    minimum = host_min_steady(services.config, chosen[0].host) if min_steady is None else min_steady
-    stats, result = compare_runs(services.store, chosen, baseline, windows, minimum)
-    result["min_steady_s"], result["default_min_steady_s"] = minimum, DEFAULT_MIN_STEADY_S
+    minimums = min_steady_by_host(services.store, {r.host for r in chosen}, services.config, min_steady)
+    stats, result = compare_runs(services.store, chosen, baseline, windows, minimums)
+    # the first run's host's minimum: the one the page shows (and sends back changed)
+    result["min_steady_s"], result["default_min_steady_s"] = minimums[chosen[0].host], DEFAULT_MIN_STEADY_S
     if format != "json":
         return PlainTextResponse(render(result, format), media_type=MEDIA[format])
     if overlay_metrics:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kvwatch.app.runs.registry import RUN_DOC
 from kvwatch.app.store.base import Store
 
 RATE_WINDOW_S = 60.0  # trailing window for completion_rate: output files grow in bursts
@@ -45,12 +46,25 @@ def drop_unobserved(
     return np.ascontiguousarray(rt[~crossed]), np.ascontiguousarray(rv[~crossed])
 
 
-def eta(store: Store, host: str, target: int | None, now: float) -> dict[str, Any] | None:
-    """Done so far, recent pace and when `target` completions will be reached at that pace."""
+def stored_run_start(store: Store, host: str) -> float | None:
+    """The newest start among the host's stored run documents (kept by app/runs on every listing):
+    a cheap read, where detecting the runs again would read every event."""
+    starts = [float(doc["t"]) for doc in store.documents(RUN_DOC, host)]
+    return max(starts) if starts else None
+
+
+def eta(
+    store: Store, host: str, target: int | None, now: float, since: float | None = None
+) -> dict[str, Any] | None:
+    """Done so far, recent pace and when `target` completions will be reached at that pace. The pace
+    is read after the current run's start (`since`, else the newest stored one): another config's
+    pace is not this one's."""
     last = store.latest(host, "completions")
     if last is None:
         return None
-    t, v = store.series(host, "completions", since=last[0] - ETA_WINDOW_S)
+    run_start = stored_run_start(store, host) if since is None else since
+    start = last[0] - ETA_WINDOW_S if run_start is None else max(last[0] - ETA_WINDOW_S, run_start)
+    t, v = store.series(host, "completions", since=start)
     rate = float((v[-1] - v[0]) / (t[-1] - t[0])) if len(t) >= 2 and t[-1] > t[0] else 0.0
     rate = max(rate, 0.0)
     done = last[1]

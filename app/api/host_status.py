@@ -2,9 +2,12 @@
 
 Each server number is the newest stored sample of the host's series (DP ranks combined, as
 /api/series stores them), with that sample's time in `sampled_at`: the same number /api/series
-answers last for a window ending there. `completion_rate` is /api/series's `completion_rate` at the
-newest completion count (completions per second over the trailing RATE_WINDOW_S); `eta_s` is the
-ETA /api/series attaches to completions (the pace of the last ETA_WINDOW_S).
+answers last for a window ending there. The windowed numbers never reach back before the current
+run's start (another config's numbers are not this one's): `gen_throughput_mean` over the last
+MEAN_WINDOW_S or the whole run when it is younger (`mean_window_s` says how long);
+`completion_rate` is /api/series's `completion_rate` at the newest completion count (completions
+per second over the trailing RATE_WINDOW_S) computed on the run's counts alone; `eta_s` is the ETA
+/api/series attaches to completions (the pace of the last ETA_WINDOW_S), its pace from the run alone.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from kvwatch.app.services import Services
 from kvwatch.app.store.base import Store
 
 NOW_METRICS = ("gen_throughput", "token_usage", "running_req", "queue_req")
-MEAN_WINDOW_S = 300.0  # "5-min mean" of generation throughput
+MEAN_WINDOW_S = 300.0  # the longest window of the mean of generation throughput
 CLIENT_SILENT_S = 120.0  # a progress bar quiet this long while outputs grow is flagged
 ALERT_FIELDS = ("rule", "state", "since", "value", "severity", "title", "summary", "headline", "resolves_in_s")
 # Name the model or switch on reporting rather than choose a configuration.
@@ -43,15 +46,32 @@ def latest_values(store: Store, host: str) -> tuple[dict[str, float | None], dic
     return values, times
 
 
-def recent_mean(store: Store, host: str, metric: str, end: float, window: float) -> float | None:
-    """The plain mean of the samples in (end - window, end]."""
-    _, v = store.series(host, metric, since=end - window, until=end)
-    return float(np.mean(v)) if len(v) else None
+def window_start(end: float, width: float, run_start: float | None) -> float | None:
+    """Where a trailing window of `width` ending at `end` begins: never before the run's start; None
+    when `end` itself is before it (the newest sample is the previous run's)."""
+    if run_start is None:
+        return end - width
+    return None if end <= run_start else max(end - width, run_start)
 
 
-def completion_rate_now(store: Store, host: str, newest: float) -> float | None:
-    """/api/series's completion_rate at the newest completion count (trailing_rate's last point)."""
-    t, v = store.series(host, "completions", since=newest - 2 * RATE_WINDOW_S, until=newest)
+def recent_mean(
+    store: Store, host: str, metric: str, end: float, window: float, run_start: float | None = None
+) -> tuple[float | None, float | None]:
+    """The plain mean of the samples in (start, end], and the seconds it covers (end - start)."""
+    start = window_start(end, window, run_start)
+    if start is None:
+        return None, None
+    _, v = store.series(host, metric, since=start, until=end)
+    return (float(np.mean(v)), end - start) if len(v) else (None, None)
+
+
+def completion_rate_now(store: Store, host: str, newest: float, run_start: float | None = None) -> float | None:
+    """/api/series's completion_rate at the newest completion count (trailing_rate's last point), from
+    the counts since the run's start only."""
+    start = window_start(newest, 2 * RATE_WINDOW_S, run_start)
+    if start is None:
+        return None
+    t, v = store.series(host, "completions", since=start, until=newest)
     _, rate = trailing_rate(t, v, RATE_WINDOW_S)
     return float(rate[-1]) if len(rate) else None
 
@@ -135,19 +155,23 @@ def host_status(services: Services, host: HostConfig, now: float) -> dict[str, A
     """The `kvwatch status --json` object of one host (DESIGN.md's fields, then ours)."""
     store = services.store
     values, sampled_at = latest_values(store, host.name)
+    run = current_run(store, host)
+    run_start = None if run is None else float(run["started_at"])
     newest_count = store.latest(host.name, "completions")
-    rate = completion_rate_now(store, host.name, newest_count[0]) if newest_count else None
+    rate = completion_rate_now(store, host.name, newest_count[0], run_start) if newest_count else None
     if newest_count is not None:
         sampled_at["completions"] = newest_count[0]
     if rate is not None and newest_count is not None:
         sampled_at["completion_rate"] = newest_count[0]
     throughput_at = sampled_at.get("gen_throughput")
-    progress = eta(store, host.name, host.target_completions, now)
+    mean, covered = (None, None) if throughput_at is None else recent_mean(
+        store, host.name, "gen_throughput", throughput_at, MEAN_WINDOW_S, run_start)
+    progress = eta(store, host.name, host.target_completions, now, since=run_start)
     health = host_health(services, host.name)
     alerts = [a for a in alerts_view(services, host.name, 0.0) if a.get("state") in OPEN_STATES]
     return {
         "host": host.name,
-        "run": current_run(store, host),
+        "run": run,
         **values,
         "completions": None if newest_count is None else newest_count[1],
         "completion_rate": rate,
@@ -155,8 +179,9 @@ def host_status(services: Services, host: HostConfig, now: float) -> dict[str, A
         "alerts": [{k: a.get(k) for k in ALERT_FIELDS} for a in alerts],
         "verdict": None,  # the diagnosis endpoint's; `kvwatch status` asks it separately
         "as_of": now,
-        "gen_throughput_mean_5min": None if throughput_at is None
-        else recent_mean(store, host.name, "gen_throughput", throughput_at, MEAN_WINDOW_S),
+        "gen_throughput_mean": mean,
+        "mean_window_s": covered,
+        "gen_throughput_mean_5min": mean,  # the field's first name, kept: the same mean, never over two runs
         "sampled_at": sampled_at,
         "target_completions": host.target_completions,
         "completions_by_dataset": completions_by_dataset(store, host.name),

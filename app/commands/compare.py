@@ -16,7 +16,8 @@ from pathlib import Path
 from kvwatch.app.api.host_status import defining_flags
 from kvwatch.app.commands.common import DEMO_DATABASE, open_named_store
 from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, compare_runs, parse_window, render
-from kvwatch.app.config import load_config
+from kvwatch.app.compare.settings import min_steady_by_host
+from kvwatch.app.config import Config, load_config
 from kvwatch.app.errors import KvwatchError, UnknownRun
 from kvwatch.app.report.events import newest_schema
 from kvwatch.app.runner import database_path
@@ -48,16 +49,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--min-steady",
         type=float,
-        default=DEFAULT_MIN_STEADY_S,
         metavar="SECONDS",
-        help=f"shortest steady window worth a number (default {DEFAULT_MIN_STEADY_S:.0f})",
+        help="shortest steady window worth a number (default: the host's [hosts.compare] min_steady, from "
+        f"--config or as the serving kvwatch recorded it in the store, else {DEFAULT_MIN_STEADY_S:.0f})",
     )
     parser.add_argument("--format", "-f", choices=["markdown", "csv", "json"], default="markdown")
     parser.add_argument("--output", "-o", type=Path, help="write here instead of stdout")
     parser.add_argument("--list", action="store_true", help="list the runs found instead of comparing")
 
 
-def _open(args: argparse.Namespace) -> tuple[Store, list[str]]:
+def _open(args: argparse.Namespace) -> tuple[Store, list[str], Config | None]:
     if args.workdir:
         if args.database:
             raise KvwatchError("compare: give --database/--db or --workdir, not both")
@@ -67,16 +68,14 @@ def _open(args: argparse.Namespace) -> tuple[Store, list[str]]:
             raise KvwatchError("compare: give log files or --config/--database, not both")
         from kvwatch.app.compare.offline import load_logs
 
-        return load_logs(list(args.logs))
+        return (*load_logs(list(args.logs)), None)
     if args.database:
         store = open_named_store(args.database)
-        hosts = sorted({d["host"] for d in store.documents(RUN_DOC)})
-    elif args.config:
+        return store, sorted({d["host"] for d in store.documents(RUN_DOC)}), None
+    if args.config:
         config = load_config(args.config)
-        store, hosts = open_store(database_path(config)), [h.name for h in config.hosts]
-    else:
-        raise KvwatchError("compare: give server log files, or --config FILE or --database DB")
-    return store, hosts
+        return open_store(database_path(config)), [h.name for h in config.hosts], config
+    raise KvwatchError("compare: give server log files, or --config FILE or --database DB")
 
 
 def _runs(store: Store, hosts: list[str], args: argparse.Namespace) -> list[Run]:
@@ -111,14 +110,15 @@ def list_lines(runs: list[Run]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    store, hosts = _open(args)
+    store, hosts, config = _open(args)
     try:
         runs = _runs(store, hosts, args)
         if args.list:
             text = list_lines(runs)
         else:
             windows = dict(parse_window(w) for w in args.window)
-            _, result = compare_runs(store, runs, args.baseline, windows, args.min_steady)
+            minimums = min_steady_by_host(store, {r.host for r in runs}, config, args.min_steady)
+            _, result = compare_runs(store, runs, args.baseline, windows, minimums)
             text = json.dumps(result, indent=2) + "\n" if args.format == "json" else render(result, args.format)
     finally:
         store.close()

@@ -7,7 +7,9 @@ import argparse
 import logging
 from pathlib import Path
 
-from kvwatch.app.commands.common import add_store_options, open_for_reading, timestamp
+from kvwatch.app.commands.common import add_store_options, chosen_database, open_for_reading, timestamp
+from kvwatch.app.commands.serve import resolve_config
+from kvwatch.app.compare.settings import min_steady_by_host
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.export import NOTHING_STORED
 from kvwatch.app.report import ReportData, Window, gather, render_html
@@ -81,5 +83,8 @@ def _gather(store: Store, host: str, args: argparse.Namespace) -> ReportData:
     data.run_starts = [(r.started_at, r.id) for r in runs if window.contains(r.started_at)]
     data.runs = summarize_runs([r for r in runs if _overlaps(r, window)], data.events)
     if not args.no_compare:
-        data.comparison = host_comparison(store, host, args.baseline)
+        # the host's one steady minimum: the config's when the store is the config's, else as recorded
+        config = resolve_config(args.config) if chosen_database(args) is None else None
+        minimum = min_steady_by_host(store, [host], config)[host]
+        data.comparison = host_comparison(store, host, args.baseline, minimum)
     return data

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -10,7 +11,7 @@ from tsdownsample import MinMaxLTTBDownsampler
 from kvwatch.app.compare.render import to_csv, to_markdown
 from kvwatch.app.compare.runstats import DEFAULT_MIN_STEADY_S, NOTHING_LEFT, RunStats, compute_run_stats
 from kvwatch.app.compare.sources import align_rate_sources
-from kvwatch.app.compare.table import comparison
+from kvwatch.app.compare.table import ROWS, comparison
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.runs.model import Run
 from kvwatch.app.store.base import Store
@@ -41,8 +42,10 @@ def compare_runs(
     runs: list[Run],
     baseline: str | None = None,
     windows: dict[str, Window] | None = None,
-    min_steady_s: float = DEFAULT_MIN_STEADY_S,
+    min_steady_s: float | Mapping[str, float] = DEFAULT_MIN_STEADY_S,
 ) -> tuple[list[RunStats], dict[str, Any]]:
+    """Each run's steady window and statistics, and the table. `min_steady_s`: one minimum for every
+    run, or each host's (app/compare/settings.py), so that a run is judged as its host's `wait` judges it."""
     if not runs:
         raise KvwatchError("compare: no runs to compare")
     ids = [run.id for run in runs]
@@ -51,11 +54,27 @@ def compare_runs(
     unknown = set(windows or {}) - set(ids)
     if unknown:
         raise KvwatchError(f"window for {sorted(unknown)[0]!r}: not one of the compared runs")
-    stats = [compute_run_stats(store, run, (windows or {}).get(run.id), min_steady_s) for run in runs]
+    stats = [compute_run_stats(store, run, (windows or {}).get(run.id), _minimum(min_steady_s, run)) for run in runs]
     if all(s.window.message == NOTHING_LEFT for s in stats):
         raise NothingStored(f"compare: {', '.join(ids)}: {NOTHING_LEFT}")
     align_rate_sources(store, stats)  # one completion-rate source for every run, where they share one
     return stats, comparison(stats, ids.index(baseline) if baseline else 0)
+
+
+def unfilled_rows(store: Store, stats: RunStats) -> list[str]:
+    """The level and rate rows (capacity rows come from start-up lines, not from a window) that a
+    comparison of this run alone would leave empty: what `kvwatch wait --until steady` waits out."""
+    if not stats.window.ok:
+        return [spec.metric for spec in ROWS if spec.kind != "capacity"]
+    align_rate_sources(store, [stats])
+    rows = comparison([stats])["rows"]
+    return [row["metric"] for row in rows if row["kind"] != "capacity" and row["values"][0] is None]
+
+
+def _minimum(min_steady_s: float | Mapping[str, float], run: Run) -> float:
+    if isinstance(min_steady_s, Mapping):
+        return min_steady_s.get(run.host, DEFAULT_MIN_STEADY_S)
+    return min_steady_s
 
 
 def render(result: dict[str, Any], fmt: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kvwatch.app.compare import NothingStored, compare_runs
+from kvwatch.app.compare import DEFAULT_MIN_STEADY_S, NothingStored, compare_runs
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.runs import Run, list_runs
 from kvwatch.app.store.base import Store
@@ -30,13 +30,16 @@ def run_facts(run: Run) -> dict[str, Any]:
     return facts
 
 
-def host_comparison(store: Store, host: str, baseline: str | None) -> dict[str, Any] | None:
-    """Every run of the host side by side, when it has two or more."""
+def host_comparison(
+    store: Store, host: str, baseline: str | None, min_steady_s: float = DEFAULT_MIN_STEADY_S
+) -> dict[str, Any] | None:
+    """Every run of the host side by side, when it has two or more, each steady window at least
+    `min_steady_s` long (the host's one minimum: app/compare/settings.py)."""
     runs = list_runs(store, host)
     if len(runs) < 2:
         return None
     try:
-        _, result = compare_runs(store, runs, baseline=baseline)
+        _, result = compare_runs(store, runs, baseline=baseline, min_steady_s=min_steady_s)
     except NothingStored as exc:  # none of the runs has a sample left: the report shows the rest
         log.warning("report: comparison left out: %s", exc)
         return None

@@ -1,6 +1,7 @@
 """`kvwatch wait --until ...`: the condition as data, and whether a /status answer meets it (pure).
 
-steady            the current run has a steady window (GET /api/runs/{id}/steady, as compare finds it)
+steady            the current run has a steady window and compare would fill its row (GET /api/runs/{id}/steady,
+                  by the host's one steady minimum, as compare finds it)
 ready             the current run logged its ready event
 alert             some alert of the host is firing; alert=RULE: that rule is firing
 completions>=N    the host's output files hold at least N completions
@@ -56,7 +57,10 @@ def current_run_id(status: dict[str, Any]) -> str | None:
 def met(condition: Condition, status: dict[str, Any], steady: dict[str, Any] | None = None) -> bool:
     """Whether `status` (and, for steady, the current run's /steady answer) meets the condition."""
     if condition.kind == "steady":
-        return steady is not None and steady.get("run") == current_run_id(status) and steady.get("status") == "steady"
+        if steady is None or steady.get("run") != current_run_id(status):
+            return False
+        # `filled`: every row of compare has this run's number (a kvwatch older than it: the window alone)
+        return steady.get("status") == "steady" and bool(steady.get("filled", True))
     if condition.kind == "ready":
         run = status.get("run") or {}
         return run.get("ready_at") is not None and run.get("state") == "running"
@@ -74,7 +78,9 @@ def progress_note(condition: Condition, status: dict[str, Any], steady: dict[str
     if condition.kind == "steady":
         if steady is None:
             return "no run yet"
-        return f"run {steady.get('run')}: {steady.get('status')} {steady.get('message') or ''}".rstrip()
+        empty = steady.get("empty_rows") if steady.get("status") == "steady" else None
+        note = f"no value yet for {', '.join(empty)}" if empty else steady.get("message") or ""
+        return f"run {steady.get('run')}: {steady.get('status')} {note}".rstrip()
     if condition.kind == "ready":
         run = status.get("run")
         return "no run yet" if not run else f"run {run.get('id')} is {run.get('state')}"

@@ -72,6 +72,17 @@ def run_lines(status: dict[str, Any]) -> list[str]:
     return [f"  run      {run['id']}  {run.get('state', '?')}{age}", f"  config   {flags}"]
 
 
+FULL_MEAN_S = 300.0  # the server's longest mean window; a younger run's mean covers the run alone
+
+
+def mean_label(status: dict[str, Any]) -> str:
+    """`5-min mean`, or `mean over 14 s` while the run is younger (never a mean over two runs)."""
+    window = status.get("mean_window_s")
+    if window is None or window >= FULL_MEAN_S:  # a full window, or a kvwatch older than the field
+        return "5-min mean"
+    return f"mean over {duration(window)}"
+
+
 def server_line(status: dict[str, Any], colour: bool) -> str:
     usage = status.get("token_usage")
     usage_text = paint(number(usage, 2), RED, colour and usage is not None and usage >= SATURATED)
@@ -80,9 +91,10 @@ def server_line(status: dict[str, Any], colour: bool) -> str:
     # A run still starting has logged no batch yet: the newest numbers are the previous run's.
     earlier = ", before this run started" if times and started is not None and max(times) < started else ""
     age = f"  ({duration(status['as_of'] - max(times))} ago{earlier})" if times else "  (no samples yet)"
+    mean = status.get("gen_throughput_mean", status.get("gen_throughput_mean_5min"))
     return (
         f"  server   {number(status.get('gen_throughput'), 1)} tok/s"
-        f" (5-min mean {number(status.get('gen_throughput_mean_5min'), 1)})"
+        f" ({mean_label(status)} {number(mean, 1)})"
         f"  KV {usage_text}  running {number(status.get('running_req'))}  queue {number(status.get('queue_req'))}{age}"
     )
 

@@ -27,6 +27,7 @@ class Demo:
     url: str
     proc: subprocess.Popen[bytes]
     log: Path
+    world: Path  # its --workdir: the store `compare --workdir` reads
 
     def get(self, path: str) -> Any:
         with urllib.request.urlopen(self.url + path, timeout=30) as answer:
@@ -54,7 +55,7 @@ def running_demo(workdir: Path) -> Iterator[Demo]:
             cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-    demo = Demo(f"http://127.0.0.1:{port}", proc, log)
+    demo = Demo(f"http://127.0.0.1:{port}", proc, log, workdir / "world")
     try:
         wait_until(demo, lambda: demo.get("/api/hosts"), "the demo to answer")
         yield demo

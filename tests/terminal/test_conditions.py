@@ -57,6 +57,15 @@ def test_alert_is_a_firing_alert_of_the_rule_if_named() -> None:
     assert not met(Condition("alert"), EMPTY)
 
 
+def test_steady_also_needs_every_row_compare_would_fill() -> None:
+    steady = Condition("steady")
+    unfilled = {**STEADY, "filled": False, "empty_rows": ["completion_rate"]}
+    assert not met(steady, SATURATED, unfilled)
+    assert met(steady, SATURATED, {**STEADY, "filled": True, "empty_rows": []})
+    assert progress_note(steady, SATURATED, unfilled) == (
+        "run gpu1-20260225T060000: steady no value yet for completion_rate")
+
+
 def test_completions_at_or_above_the_count() -> None:
     assert met(Condition("completions", count=1804), SATURATED)
     assert not met(Condition("completions", count=1805), SATURATED)

@@ -20,6 +20,14 @@ def test_the_saturated_host_in_one_block() -> None:
     )
 
 
+def test_a_young_runs_mean_says_how_long_it_covers() -> None:
+    young = {**SATURATED, "gen_throughput_mean": 530.0, "mean_window_s": 14.0}
+    line = next(line for line in render_block(young).splitlines() if line.startswith("  server"))
+    assert line.startswith("  server   930.6 tok/s (mean over 14 s 530.0)  KV 0.96")
+    full = {**SATURATED, "gen_throughput_mean": 912.44, "mean_window_s": 300.0}
+    assert "(5-min mean 912.4)" in render_block(full)
+
+
 def test_the_verdict_line_appears_when_the_diagnosis_gave_one() -> None:
     text = render_block({**SATURATED, "verdict": "kv_bound"})
     assert text.endswith("  alerts   FIRING token_usage_high 0.97 for 4m10s\n  verdict  kv_bound\n")

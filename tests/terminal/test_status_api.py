@@ -140,3 +140,42 @@ def test_defining_flags_are_the_ones_off_sglangs_defaults() -> None:
     assert defining_flags(logged, schema) == {"tp-size": 8, "mem-fraction-static": 0.88,
                                               "enable-hierarchical-cache": True, "hicache-size": 48}
     assert defining_flags({"model-path": "/m", "x": 1}, None) == {"x": 1}
+
+
+def test_a_young_runs_windowed_numbers_are_its_own(client: TestClient, services: Services) -> None:
+    # Run A: 400 s at 900..1290 tok/s and 5 completions/s; run B (a restart) 14 s old at 500..560 tok/s
+    # and 1 completion/s. Nothing of A may enter B's mean, rate or ETA pace.
+    t1 = T0 + 600
+    run_b = [ARGS.format(ts=stamp(t1)).replace("0.88", "0.9")]
+    run_b += [DECODE.format(ts=stamp(t1 + 2 * i), running=30, usage=0.5, tps=500 + 10 * (i - 1)) for i in range(1, 8)]
+    feed_server_log(services, server_log(decodes=40) + run_b)
+    feed_outputs(services, {"/p/B2/raw_responses.jsonl": [(t1 - 30, 300.0), (t1 - 10, 400.0), (t1 + 4, 402.0),
+                                                          (t1 + 14, 412.0)]})
+    body = client.get("/api/hosts/gpu1/status").json()
+    assert body["run"]["started_at"] == t1 and body["sampled_at"]["gen_throughput"] == t1 + 14
+    assert body["gen_throughput_mean_5min"] == pytest.approx(530.0)  # 500, 510, ... 560: run B's alone
+    assert body["gen_throughput_mean"] == body["gen_throughput_mean_5min"]
+    assert body["mean_window_s"] == pytest.approx(14.0)
+    assert body["completion_rate"] == pytest.approx(1.0)  # (412 - 402) / 10 s, not A's 5/s
+    assert body["completion_pace"] == pytest.approx(1.0)
+    assert body["eta_s"] == pytest.approx((1000 - 412) / 1.0)
+    # The ETA /api/series, /api/hosts and /metrics give is at the same pace (the run's, once listed).
+    series = client.get("/api/series", params={"host": "gpu1", "metric": "completions"}).json()
+    assert series["eta"]["rate_per_s"] == pytest.approx(1.0) and series["eta"]["eta_s"] == pytest.approx(588.0)
+    hosts = client.get("/api/hosts").json()
+    assert hosts[0]["progress"]["rate_per_s"] == pytest.approx(1.0)
+    assert 'kvwatch_eta_seconds{host="gpu1"} 588.0' in client.get("/metrics").text
+
+
+def test_an_older_runs_mean_covers_the_full_window(client: TestClient, services: Services) -> None:
+    feed_server_log(services, server_log(decodes=40))  # decodes at T0+50 .. T0+440: the run is 440 s old
+    body = client.get("/api/hosts/gpu1/status").json()
+    assert body["mean_window_s"] == pytest.approx(300.0)
+    assert body["gen_throughput_mean"] == pytest.approx(1145.0)
+
+
+def test_a_run_without_its_own_samples_has_no_mean_yet(client: TestClient, services: Services) -> None:
+    feed_server_log(services, [*server_log(decodes=40), ARGS.format(ts=stamp(T0 + 600))])
+    body = client.get("/api/hosts/gpu1/status").json()
+    assert body["run"]["started_at"] == T0 + 600
+    assert body["gen_throughput_mean"] is None and body["mean_window_s"] is None
