@@ -317,11 +317,11 @@ function updateLiveBadge() {
 // The completion rate is derived by the server, not streamed: fetched from where its line ends.
 const fetchRate = throttle(async () => {
   const drawn = tracesFor("completion_rate");
-  const since = drawn.length ? lastTime($(drawn[0].panel.id), drawn[0].index) : undefined;
+  const since = drawn.length ? sinceLast($(drawn[0].panel.id), drawn[0].index) : undefined;
   const series = await watched("completion rate", fetchSeries(state.host, "completion_rate", { since, maxPoints: 500 }));
   if (!series) return;
   if (!state.zoom && series.points.length) {  // drawn like the stream's points, never over a refill
-    for (const { panel, index } of drawn) queuePoints(panel.id, index, series.points);
+    for (const { panel, index } of drawn) queuePoints(panel.id, index, withPositions(series.points));
     scheduleDraw();
   }
   if (series.eta) state.progress = series.eta;
@@ -344,10 +344,12 @@ const fetchGpuParts = throttle(async () => {
     const element = $(panel.id);
     await Promise.all(panel.traces.map(async (trace, index) => {
       if (!trace.rank) return;
-      const since = lastTime(element, index);
+      const since = sinceLast(element, index);
       const series = await watched(`${trace.name} history`,
                                    fetchSeries(host, trace.metric, { since, maxPoints: 500, rank: trace.rank }));
-      if (series && host === state.host && !state.zoom && series.points.length) queuePoints(panel.id, index, series.points);
+      if (series && host === state.host && !state.zoom && series.points.length) {
+        queuePoints(panel.id, index, withPositions(series.points));
+      }
     }));
   }
   scheduleDraw();
@@ -433,16 +435,63 @@ function followOne() {
   if (state.following.size) scheduleDraw();
 }
 
-// A point not newer than what a trace already ends with came twice (replay, backfill or a refill's
-// history overlap the stream): drop it.
+// Points a trace does not hold yet. Two samples may share a stamp (SGLang logs whole seconds, and a
+// fast decode logs twice in one): a point is [t, v, position], its position among the host's points
+// of that stamp (the stream's `stamp_index`, or its place in a fetched answer). One older than the
+// trace's end, or at its last stamp in a position the trace already holds, came twice (replay,
+// backfill or a refill's history overlap the stream): dropped. A point without a position is new only
+// when it is newer than the trace's end.
 function inOrder(element, byIndex) {
   const out = new Map();
-  for (const [index, points] of byIndex) {
-    const last = lastTime(element, index);
-    out.set(index, last === undefined ? points : points.filter(([t]) => t > last));
+  for (const [index, points] of byIndex) out.set(index, newPoints(element, index, points));
+  return out;
+}
+
+// Stamps compared as the chart holds them: whole milliseconds of a Date (charts.js's toX).
+const ms = (t) => new Date(t * 1000).getTime();
+const xMs = (x) => new Date(x).getTime();
+
+function newPoints(element, index, points) {
+  const x = element.data?.[index]?.x || [];
+  let last = x.length ? xMs(x[x.length - 1]) : undefined;
+  let held = endCount(x);
+  const out = [];
+  for (const point of points) {
+    const [t, , position] = point;
+    const stamp = ms(t);
+    if (last !== undefined && stamp < last) continue;
+    const same = stamp === last;
+    if (same && (position === undefined || position < held)) continue;
+    out.push(point);
+    held = same ? Math.max(held, position) + 1 : (position ?? 0) + 1;
+    last = stamp;
   }
   return out;
 }
+
+// How many points a trace ends with at its last stamp.
+function endCount(x) {
+  let count = 0;
+  for (let i = x.length - 1; i >= 0 && xMs(x[i]) === xMs(x[x.length - 1]); i -= 1) count += 1;
+  return count;
+}
+
+// Each point's position among the points of its stamp: `first` for the first stamp (what came before
+// it there), then counted along equal stamps.
+function withPositions(points, first = 0) {
+  let position = first;
+  return points.map(([t, v], i) => {
+    if (i > 0) position = ms(t) === ms(points[i - 1][0]) ? position + 1 : 0;
+    return [t, v, position];
+  });
+}
+
+// The series is fetched from just before where a trace ends: `since` excludes its stamp, and the
+// trace may hold only some of that stamp's points.
+const sinceLast = (element, index) => {
+  const last = lastTime(element, index);
+  return last === undefined ? undefined : last - 0.001;
+};
 
 function traceLength(element) {
   return Math.max(0, ...(element.data || []).map((trace) => trace.x.length));
@@ -473,9 +522,11 @@ function queueLive(metric, values) {
   }
 }
 
-function onSample({ host, points }) {
+function onSample({ host, points, stamp_index: stampIndex }) {
   if (host !== state.host) return;
-  for (const [metric, values] of Object.entries(points)) {
+  for (const [metric, stamped] of Object.entries(points)) {
+    // Without the server's positions (an older server, the relay) a point is new only when newer.
+    const values = stampIndex?.[metric] === undefined ? stamped : withPositions(stamped, stampIndex[metric]);
     if (values.length) {
       state.latest[metric] = values.at(-1)[1];
       state.nowRow.sample(metric, values.at(-1)[1]);
@@ -489,6 +540,7 @@ function onSample({ host, points }) {
   scheduleDraw();
   throttledHosts();
   throttledNow();  // the 5-min mean, completions/s and ETA are the server's
+  viewsAfterSamples();
 }
 
 // The points a trace misses after its last one, from /api/series: after a stream the server could
@@ -504,17 +556,14 @@ async function backfill() {
     for (const panel of PANELS) {
       const element = $(panel.id);
       panel.traces.forEach((trace, index) => {
-        const since = lastTime(element, index);
-        const options = { since, maxPoints: CHART_POINTS, rank: trace.rank };
-        jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
-          const points = since === undefined ? series.points : series.points.filter(([t]) => t > since);
-          return [element, index, points];
-        }));
+        const options = { since: sinceLast(element, index), maxPoints: CHART_POINTS, rank: trace.rank };
+        jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => [element, index, series.points]));
       });
     }
     const answers = await Promise.all(jobs);
     if (generation === state.fillGeneration && !state.zoom) {
-      for (const [element, index, points] of answers) {
+      for (const [element, index, answer] of answers) {
+        const points = newPoints(element, index, withPositions(answer));
         noteExtent(points);
         if (points.length) extendTraces(element, new Map([[index, points]]), CHART_POINTS);
       }
@@ -578,11 +627,23 @@ async function refreshAlerts() {
 const throttledNow = throttle(refreshNow, 5000);
 const throttledDiagnosis = throttle(refreshDiagnosis, 30000);
 
-// An alert changed: the banner and the row's alert state, at once.
-function onAlert() {
+// Everything beside the charts that a fresh load would fetch for the host, fetched again: the run
+// markers, the row of current values, the diagnosis, the controller (its flags and what-if) and the
+// compare view (its runs, and its table when a run's numbers moved), the alerts. The one path for
+// "the server says something changed": a run or alert event, a server start or failure, and, at
+// most every VIEWS_EVERY_MS, the samples of a run in progress (its steady window and means move with
+// them: a view fetched when the run started would say "no decode samples" for good).
+function refreshHostViews() {
   refreshAlerts();
-  if (state.host) refreshNow();
+  if (!state.host) return;
+  refreshMarkers().catch(reported("events"));
+  refreshNow();
+  refreshDiagnosis();
+  refreshHostPanels(state.host);
 }
+const VIEWS_EVERY_MS = 10000;
+const onRun = throttle(refreshHostViews, 1000);
+const viewsAfterSamples = throttle(refreshHostViews, VIEWS_EVERY_MS);
 
 // A server start or failure is a run boundary too; other events (retractions) only mark the charts.
 const RUN_EVENTS = new Set(["ready", "crash", "oom", "exception", "watchdog_timeout"]);
@@ -590,15 +651,6 @@ function onServerEvent(data) {
   throttledMarkers();
   if (data && (!data.host || data.host === state.host) && RUN_EVENTS.has(data.event)) onRun();
 }
-
-// A run started or ended: the markers, the row's config, the compare view's runs, the controller's flags.
-const onRun = throttle(() => {
-  if (!state.host) return;
-  throttledMarkers();
-  refreshNow();
-  refreshDiagnosis();
-  refreshHostPanels(state.host);
-}, 1000);
 
 async function main() {
   const catalog = fetchCatalog();  // the charts to build, fetched beside the hosts
@@ -628,7 +680,7 @@ async function main() {
   }
   await alerts;
   openStream({
-    hello: onHello, sample: onSample, host: onHostEvent, event: onServerEvent, run: onRun, alert: onAlert,
+    hello: onHello, sample: onSample, host: onHostEvent, event: onServerEvent, run: onRun, alert: onRun,
   }, (streamState) => {
     if (streamState !== "live") showStream(streamState);  // an open stream is live once its hello is heard
   });
