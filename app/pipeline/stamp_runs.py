@@ -5,7 +5,10 @@ in one second: distinct samples with equal stamps. A page that holds some of a s
 history) and is streamed more of them tells old from new by position, not by time: the stream says,
 per metric, how many points of its first point's stamp came before it (`stamp_index`). A stamp's
 points are counted in publishing order, which is the store's commit order, as a run of consecutive
-equal stamps (the page counts the same way: the points its trace ends with).
+equal stamps (the page counts the same way: the points its trace ends with). A backlog batch
+publishes its series thinned (sink.py's PUBLISH_POINTS): its positions count the published points,
+so at the one stamp where a backlog meets live lines a page may draw a point twice or miss one; a
+page open during a catch-up redraws from history when it compacts anyway.
 """
 
 from __future__ import annotations
