@@ -30,7 +30,12 @@ export async function refreshRuns(root, host) {
   if (!runs || host !== state.host) return;
   const ids = (list) => list.map((r) => `${r.id}/${r.ended_at ?? ""}`).join(",");
   if (ids(runs) !== ids(state.runs)) await showCompare(root, host);
-  else if (!root.hidden && !root.contains(document.activeElement)) await refresh(root, { unlessSame: true });
+  else if (!root.hidden && !typingIn(root)) await refresh(root, { unlessSame: true });
+}
+
+function typingIn(root) {
+  const active = document.activeElement;
+  return root.contains(active) && (active.tagName === "SELECT" || (active.tagName === "INPUT" && active.type !== "checkbox"));
 }
 
 const runLabel = (run) => `${run.id} · ${new Date(run.started_at * 1000).toLocaleString()}`;

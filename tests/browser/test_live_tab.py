@@ -29,7 +29,8 @@ SNAPSHOT = """() => {
     id: div.id,
     traces: (div.data || []).map((trace) => ({
       name: trace.name,
-      points: trace.x.map((x, i) => [new Date(x).getTime(), trace.y[i]]),
+      // a gap's break (a null where a line pauses) is no sample: where between two points it sits is not compared
+      points: trace.x.map((x, i) => [trace.y[i] === null ? 'gap' : new Date(x).getTime(), trace.y[i]]),
     })),
     markers: (div.layout.shapes || []).filter((s) => s.name && s.name.startsWith('marker-'))
       .map((s) => [s.name, new Date(s.x0).getTime()]),
