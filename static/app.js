@@ -1,6 +1,7 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
 import { fetchAlerts, fetchCatalog, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
 import { appendPoints, createChart, extendTraces, lastTime, setMarkers, setTraces, setXRange } from "./charts.js";
+import { newPoints, sinceLast, withPositions } from "./stamps.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
 import { createNowRow } from "./nowrow.js";
@@ -317,11 +318,11 @@ function updateLiveBadge() {
 // The completion rate is derived by the server, not streamed: fetched from where its line ends.
 const fetchRate = throttle(async () => {
   const drawn = tracesFor("completion_rate");
-  const since = drawn.length ? lastTime($(drawn[0].panel.id), drawn[0].index) : undefined;
+  const since = drawn.length ? sinceLast($(drawn[0].panel.id), drawn[0].index) : undefined;
   const series = await watched("completion rate", fetchSeries(state.host, "completion_rate", { since, maxPoints: 500 }));
   if (!series) return;
   if (!state.zoom && series.points.length) {  // drawn like the stream's points, never over a refill
-    for (const { panel, index } of drawn) queuePoints(panel.id, index, series.points);
+    for (const { panel, index } of drawn) queuePoints(panel.id, index, withPositions(series.points));
     scheduleDraw();
   }
   if (series.eta) state.progress = series.eta;
@@ -344,10 +345,12 @@ const fetchGpuParts = throttle(async () => {
     const element = $(panel.id);
     await Promise.all(panel.traces.map(async (trace, index) => {
       if (!trace.rank) return;
-      const since = lastTime(element, index);
+      const since = sinceLast(element, index);
       const series = await watched(`${trace.name} history`,
                                    fetchSeries(host, trace.metric, { since, maxPoints: 500, rank: trace.rank }));
-      if (series && host === state.host && !state.zoom && series.points.length) queuePoints(panel.id, index, series.points);
+      if (series && host === state.host && !state.zoom && series.points.length) {
+        queuePoints(panel.id, index, withPositions(series.points));
+      }
     }));
   }
   scheduleDraw();
@@ -433,14 +436,11 @@ function followOne() {
   if (state.following.size) scheduleDraw();
 }
 
-// A point not newer than what a trace already ends with came twice (replay, backfill or a refill's
-// history overlap the stream): drop it.
+// Queued points a trace does not hold yet (replay, backfill or a refill's history overlap the
+// stream): stamps.js says which.
 function inOrder(element, byIndex) {
   const out = new Map();
-  for (const [index, points] of byIndex) {
-    const last = lastTime(element, index);
-    out.set(index, last === undefined ? points : points.filter(([t]) => t > last));
-  }
+  for (const [index, points] of byIndex) out.set(index, newPoints(element, index, points));
   return out;
 }
 
@@ -473,9 +473,11 @@ function queueLive(metric, values) {
   }
 }
 
-function onSample({ host, points }) {
+function onSample({ host, points, stamp_index: stampIndex }) {
   if (host !== state.host) return;
-  for (const [metric, values] of Object.entries(points)) {
+  for (const [metric, stamped] of Object.entries(points)) {
+    // Without the server's positions (an older server, the relay) a point is new only when newer.
+    const values = stampIndex?.[metric] === undefined ? stamped : withPositions(stamped, stampIndex[metric]);
     if (values.length) {
       state.latest[metric] = values.at(-1)[1];
       state.nowRow.sample(metric, values.at(-1)[1]);
@@ -489,6 +491,7 @@ function onSample({ host, points }) {
   scheduleDraw();
   throttledHosts();
   throttledNow();  // the 5-min mean, completions/s and ETA are the server's
+  viewsAfterSamples();
 }
 
 // The points a trace misses after its last one, from /api/series: after a stream the server could
@@ -504,17 +507,14 @@ async function backfill() {
     for (const panel of PANELS) {
       const element = $(panel.id);
       panel.traces.forEach((trace, index) => {
-        const since = lastTime(element, index);
-        const options = { since, maxPoints: CHART_POINTS, rank: trace.rank };
-        jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => {
-          const points = since === undefined ? series.points : series.points.filter(([t]) => t > since);
-          return [element, index, points];
-        }));
+        const options = { since: sinceLast(element, index), maxPoints: CHART_POINTS, rank: trace.rank };
+        jobs.push(fetchSeries(state.host, trace.metric, options).then((series) => [element, index, series.points]));
       });
     }
     const answers = await Promise.all(jobs);
     if (generation === state.fillGeneration && !state.zoom) {
-      for (const [element, index, points] of answers) {
+      for (const [element, index, answer] of answers) {
+        const points = newPoints(element, index, withPositions(answer));
         noteExtent(points);
         if (points.length) extendTraces(element, new Map([[index, points]]), CHART_POINTS);
       }
@@ -578,11 +578,23 @@ async function refreshAlerts() {
 const throttledNow = throttle(refreshNow, 5000);
 const throttledDiagnosis = throttle(refreshDiagnosis, 30000);
 
-// An alert changed: the banner and the row's alert state, at once.
-function onAlert() {
+// Everything beside the charts that a fresh load would fetch for the host, fetched again: the run
+// markers, the row of current values, the diagnosis, the controller (its flags and what-if) and the
+// compare view (its runs, and its table when a run's numbers moved), the alerts. The one path for
+// "the server says something changed": a run or alert event, a server start or failure, and, at
+// most every VIEWS_EVERY_MS, the samples of a run in progress (its steady window and means move with
+// them: a view fetched when the run started would say "no decode samples" for good).
+function refreshHostViews() {
   refreshAlerts();
-  if (state.host) refreshNow();
+  if (!state.host) return;
+  refreshMarkers().catch(reported("events"));
+  refreshNow();
+  refreshDiagnosis();
+  refreshHostPanels(state.host);
 }
+const VIEWS_EVERY_MS = 10000;
+const onRun = throttle(refreshHostViews, 1000);
+const viewsAfterSamples = throttle(refreshHostViews, VIEWS_EVERY_MS);
 
 // A server start or failure is a run boundary too; other events (retractions) only mark the charts.
 const RUN_EVENTS = new Set(["ready", "crash", "oom", "exception", "watchdog_timeout"]);
@@ -590,15 +602,6 @@ function onServerEvent(data) {
   throttledMarkers();
   if (data && (!data.host || data.host === state.host) && RUN_EVENTS.has(data.event)) onRun();
 }
-
-// A run started or ended: the markers, the row's config, the compare view's runs, the controller's flags.
-const onRun = throttle(() => {
-  if (!state.host) return;
-  throttledMarkers();
-  refreshNow();
-  refreshDiagnosis();
-  refreshHostPanels(state.host);
-}, 1000);
 
 async function main() {
   const catalog = fetchCatalog();  // the charts to build, fetched beside the hosts
@@ -628,7 +631,7 @@ async function main() {
   }
   await alerts;
   openStream({
-    hello: onHello, sample: onSample, host: onHostEvent, event: onServerEvent, run: onRun, alert: onAlert,
+    hello: onHello, sample: onSample, host: onHostEvent, event: onServerEvent, run: onRun, alert: onRun,
   }, (streamState) => {
     if (streamState !== "live") showStream(streamState);  // an open stream is live once its hello is heard
   });

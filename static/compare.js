@@ -21,13 +21,21 @@ export async function showCompare(root, host) {
   await refresh(root);
 }
 
-// A run started or ended: the run list is fetched again; the view is redrawn only when it changed.
+// The server said something changed (a run started or ended, a run's numbers moved): the run list is
+// fetched again, and the view drawn again when it changed; else the table is fetched again and redrawn
+// when its answer changed, unless the user is typing in the view (a redraw would take the input).
 export async function refreshRuns(root, host) {
   if (host !== state.host) return;
   const runs = await watched("runs", fetchRuns(host));
-  if (!runs) return;
+  if (!runs || host !== state.host) return;
   const ids = (list) => list.map((r) => `${r.id}/${r.ended_at ?? ""}`).join(",");
-  if (host === state.host && ids(runs) !== ids(state.runs)) await showCompare(root, host);
+  if (ids(runs) !== ids(state.runs)) await showCompare(root, host);
+  else if (!root.hidden && !typingIn(root)) await refresh(root, { unlessSame: true });
+}
+
+function typingIn(root) {
+  const active = document.activeElement;
+  return root.contains(active) && (active.tagName === "SELECT" || (active.tagName === "INPUT" && active.type !== "checkbox"));
 }
 
 const runLabel = (run) => `${run.id} · ${new Date(run.started_at * 1000).toLocaleString()}`;
@@ -84,7 +92,7 @@ function query(format) {
   return query;
 }
 
-async function refresh(root) {
+async function refresh(root, { unlessSame = false } = {}) {
   const error = root.querySelector("#cmp-error");
   const few = state.runs.length < 2 ? "one run so far: a comparison needs two" : "pick two runs or more";
   error.textContent = state.chosen.length < 2 ? few : "";
@@ -94,6 +102,7 @@ async function refresh(root) {
     error.textContent = `${status}: ${fmt(body.detail)}`;
     return;
   }
+  if (unlessSame && JSON.stringify(body) === JSON.stringify(state.result)) return;
   state.result = body;
   const baseline = root.querySelector("#cmp-baseline");
   baseline.replaceChildren(...body.runs.map((r) => new Option(r.label || r.id, r.id)));

@@ -18,6 +18,8 @@ from kvwatch.app.pipeline.batches import METRICS_PREFIX, BatchBuilder, parser_fo
 from kvwatch.app.pipeline.catchup import mark_catch_up
 from kvwatch.app.pipeline.clocks import SourceClocks
 from kvwatch.app.pipeline.live import LiveState
+from kvwatch.app.pipeline.stamp_runs import StampRuns
+from kvwatch.app.runs.news import RunNews
 from kvwatch.app.store.base import Batch, Store
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.clock import FileProbe
@@ -39,6 +41,8 @@ class StoreSink:
         self.clocks = SourceClocks(timezone)
         self._parsers: dict[tuple[str, str], LineParser | None] = {}
         self._gpu_parser = create_parser("nvidia-smi")
+        self._stamps = StampRuns()
+        self._run_news = RunNews(host)
 
     @property
     def live(self) -> LiveState:
@@ -130,8 +134,12 @@ class StoreSink:
                 points.setdefault(col.metric, []).extend(
                     [t, v] for t, v in zip(col.t[keep].tolist(), col.v[keep].tolist(), strict=True))
         if points:
-            self.bus.publish("sample", {"host": self.host, "points": points})
+            # stamp_index: the page tells a new point from one its history holds by position in its stamp
+            first = {metric: self._stamps.advance(metric, values) for metric, values in points.items()}
+            self.bus.publish("sample", {"host": self.host, "points": points, "stamp_index": first})
         for event in batch.events:
             if event.kind in PUBLISHED_EVENTS:
                 data = {"host": self.host, "kind": event.kind, "t": event.t, **event.data}
                 self.bus.publish(PUBLISHED_EVENTS[event.kind], data)
+        for news in self._run_news.after(batch):
+            self.bus.publish("run", news)

@@ -40,6 +40,7 @@ class ScriptedRun:
         self.done = 0
         self.step = 0
         self._stop = threading.Event()
+        self._paused = threading.Event()
         self._lock = threading.Lock()
         start = time.time() - history_s
         self._write(self.server_log, READY.format(ts=stamp(start)))
@@ -66,9 +67,23 @@ class ScriptedRun:
         self._write(self.server_log, READY.format(ts=stamp(now)))
         return math.floor(now)
 
+    def pause(self) -> None:
+        """No more lines until resume() (a quiet server: what is stored stops moving)."""
+        with self._lock:
+            self._paused.set()
+
+    def resume(self) -> None:
+        self._paused.clear()
+
+    def log_decode(self, t: float, dp: int, tps: float) -> None:
+        """One Decode batch line of rank `dp` stamped `t` (whole seconds, as SGLang stamps)."""
+        self._write(self.server_log, DECODE.format(ts=stamp(t), dp=dp, running=60 + dp, token=150_000,
+                                                   usage=0.97, tps=tps, queue=20 + dp))
+
     def _run(self) -> None:
         while not self._stop.wait(self.tick_s):
-            self._tick(time.time())
+            if not self._paused.is_set():
+                self._tick(time.time())
 
     def _tick(self, t: float) -> None:
         self.step += 1

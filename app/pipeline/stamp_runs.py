@@ -1,0 +1,35 @@
+"""Where a published point stands among the host's points of the same stamp.
+
+SGLang stamps whole seconds, so a fast decode (or a short --decode-log-interval) logs several lines
+in one second: distinct samples with equal stamps. A page that holds some of a stamp's points (from
+history) and is streamed more of them tells old from new by position, not by time: the stream says,
+per metric, how many points of its first point's stamp came before it (`stamp_index`). A stamp's
+points are counted in publishing order, which is the store's commit order, as a run of consecutive
+equal stamps (the page counts the same way: the points its trace ends with). A backlog batch
+publishes its series thinned (sink.py's PUBLISH_POINTS): its positions count the published points,
+so at the one stamp where a backlog meets live lines a page may draw a point twice or miss one; a
+page open during a catch-up redraws from history when it compacts anyway.
+"""
+
+from __future__ import annotations
+
+
+class StampRuns:
+    """Per metric: the newest published stamp and how many points carried it in a row."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[float, int]] = {}
+
+    def advance(self, metric: str, points: list[list[float]]) -> int:
+        """The count of earlier points at `points[0]`'s stamp; then `points` are counted too."""
+        if not points:
+            return 0
+        stamp, count = self._last.get(metric, (float("nan"), 0))
+        before = count if points[0][0] == stamp else 0
+        for t, _ in points:
+            if t == stamp:
+                count += 1
+            else:
+                stamp, count = t, 1
+        self._last[metric] = (stamp, count)
+        return before
