@@ -50,6 +50,11 @@ def redact(value: Any) -> Any:
     return value
 
 
+def redact_mapping(value: dict[str, Any]) -> dict[str, Any]:
+    """`redact` of a dict, typed as one."""
+    return {key: _redacted_entry(key, item) for key, item in value.items()}
+
+
 def _redacted_entry(key: str, item: Any) -> Any:
     if is_secret_name(key) and isinstance(item, str | list | dict) and item not in ("", [], {}):
         return REDACTED

@@ -15,7 +15,7 @@ import ast
 import math
 from typing import Any
 
-from kvwatch.parsers.secrets import redact
+from kvwatch.parsers.secrets import redact_mapping
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = {")", "]", "}"}
@@ -96,4 +96,4 @@ def parse_args_dump(text: str) -> dict[str, Any] | None:
         key = _key(key)
         if found and key.isidentifier():
             args[key] = literal(raw.strip())
-    return redact(args)
+    return redact_mapping(args)

@@ -35,7 +35,7 @@ from kvwatch.app.controller.running import running_flags
 from kvwatch.app.flags.argv import Launch
 from kvwatch.app.services import Services
 from kvwatch.collectors.base import CollectorError
-from kvwatch.parsers.secrets import redact
+from kvwatch.parsers.secrets import redact_mapping
 
 router = APIRouter(tags=["controller"])
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -168,7 +168,7 @@ def controller_view(name: str, service: ServiceDep) -> dict[str, Any]:
         launch, now, error = None, None, str(exc)
     config = controller.config
     # Unauthenticated: a secret of the launch line or of the running server (--api-key) is never shown.
-    return redact({
+    return redact_mapping({
         "host": name, "busy": controller.busy, "error": error,
         "launch": None if launch is None else {"program": list(launch.program), "flags": launch.flags},
         "presets": [{"name": p.name, "description": p.description, "flags": p.flags}
