@@ -32,14 +32,14 @@ from kvwatch.collectors.lines import LineSplitter
 from kvwatch.collectors.metrics import scrape
 from kvwatch.collectors.periodic import Periodic
 from kvwatch.collectors.quarantine import Quarantine
-from kvwatch.collectors.sinks import ClockSink, Sink
+from kvwatch.collectors.sinks import ClockSink, ClockStepSuspected, Sink
 from kvwatch.collectors.tail import UNKNOWN, Tail, Unknown
 from kvwatch.collectors.tail_state import TailState
 from kvwatch.collectors.watch import Watch
 
 log = logging.getLogger(__name__)
 KINDS = ("server_log", "client_log", "outputs")
-SUSPECT_PROBE_S = 5.0  # the host's clock read again at most this often while lines wait for it
+SUSPECT_PROBE_S = 1.0  # the host's clock read again at most this often while lines wait for it
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +255,10 @@ class HostFollower:
             return False
         try:
             delivered = self.sink.deliver(self.name, key[0], key[1], lines, tail.state)
+        except ClockStepSuspected as exc:  # the same lines again once the host's clock has been read
+            tail.rewind(self._delivered.get(key))
+            log.info("%s: %s", self.name, exc)
+            return False
         except Exception as exc:  # the store refused: rewind, same lines again next round
             tail.rewind(self._delivered.get(key))
             self.health.last_error = f"store: {exc}"
@@ -277,6 +281,9 @@ class HostFollower:
             return
         try:
             delivered = self.sink.deliver(self.name, kind, path, lines, None)
+        except ClockStepSuspected as exc:  # this read's samples go; the next ones come after the clock read
+            log.info("%s: %s", self.name, exc)
+            return
         except Exception as exc:
             self.health.last_error = f"store: {exc}"
             log.error("%s: storing %s failed: %s", self.name, kind, exc)

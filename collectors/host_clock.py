@@ -58,10 +58,13 @@ def reprobe_host(transport: Transport, sink: Sink, health: HostHealth, clock: Ho
     a zone known only by its offset changes with DST. The sink retimes its sources (`retime`)."""
     fresh = probe_host(transport)
     if isinstance(fresh, ClockUnread):
+        if isinstance(sink, ClockSink):
+            sink.clock_checked()
         return clock  # the last reading stays: one failed probe during a connection changes nothing
     health.clock = host_clock_dict(fresh)
     if isinstance(sink, ClockSink):
         sink.retime(fresh)
+        sink.clock_checked()
         for kind, path in tails:
             refresh_report(sink, health, kind, path)
     return fresh

@@ -17,6 +17,11 @@ class Delivered(NamedTuple):
     unparsed: int
 
 
+class ClockStepSuspected(Exception):
+    """A sink met a line stamped as if the host's clock had stepped: nothing of the delivery was stored;
+    the follower rewinds, reads the host's clock again and calls `clock_checked`, then the lines come again."""
+
+
 class Sink(Protocol):
     def load_state(self, host: str, kind: str, path: str) -> TailState | None: ...
 
@@ -44,4 +49,8 @@ class ClockSink(Protocol):
 
     def clock_suspect(self) -> bool:
         """Lines wait for the host's clock to be read again (the host loop reads it at once)."""
+        ...
+
+    def clock_checked(self) -> None:
+        """The host's clock was read again (or could not be): the waiting lines are taken as they come."""
         ...

@@ -24,7 +24,7 @@ from kvwatch.app.store.base import Batch, Store
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.clock import FileProbe
 from kvwatch.collectors.clock_infer import HostClock
-from kvwatch.collectors.sinks import Delivered
+from kvwatch.collectors.sinks import ClockStepSuspected, Delivered
 from kvwatch.collectors.tail_state import TailState
 from kvwatch.parsers import LineParser, Record, create_parser
 
@@ -62,23 +62,15 @@ class StoreSink:
         return self.clocks.observe(kind, path, host, probe, resume_offset)
 
     def retime(self, host: HostClock) -> None:
-        """The host's clock read again during a connection (collectors/host_clock.py); the samples the
-        watermark held for a suspected clock step are checked again with the skew now measured."""
-        before = {key: clock.skew_correction_s for key in self.live.stamps.held_keys()
-                  if (clock := self.clocks.get(*key)) is not None}
+        """The host's clock read again during a connection (collectors/host_clock.py)."""
         self.clocks.retime(host)
-        for key in self.live.stamps.held_keys():
-            clock = self.clocks.get(*key)
-            shift = before.get(key, 0.0) - clock.skew_correction_s if clock is not None else 0.0
-            samples = self.live.stamps.release(key, shift)
-            if samples:
-                batch = Batch(self.host, key[0], key[1])
-                self.builder.add_samples(batch, samples)
-                self._commit(batch)
 
     def clock_suspect(self) -> bool:
         """Lines wait for the host's clock to be read again (a step of it is suspected)."""
         return self.live.stamps.suspect
+
+    def clock_checked(self) -> None:
+        self.live.stamps.clock_checked()
 
     def clock_report(self, kind: str, path: str) -> dict[str, Any] | None:
         clock = self.clocks.get(kind, path)
@@ -94,7 +86,12 @@ class StoreSink:
             return Delivered(len(records), unparsed)
         parser = self._parsers.get((kind, path))
         clock = self.clocks.get(kind, path)
-        batch, n_records, unparsed = self.builder.from_lines(kind, path, parser, lines, state, clock)
+        saved = self.live.stamps.snapshot()
+        try:
+            batch, n_records, unparsed = self.builder.from_lines(kind, path, parser, lines, state, clock)
+        except ClockStepSuspected:  # nothing of these lines is stored: they come again
+            self.live.stamps.restore(saved)
+            raise
         if clock is not None and lines:
             mark_catch_up(batch, clock, lines)
         self._commit(batch)

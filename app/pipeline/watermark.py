@@ -16,35 +16,36 @@ An outlier's samples are quarantined: not stored, so nothing reads its time as "
 counted in the host's `/api/hosts` `stamps` (with the last one: source, line, logged time, reason)
 and logged (the first of a source, then every power of ten). An outlier's event (a crash line, say)
 is kept, re-timed to when its line was read, with `ts_outlier` naming the reason.
-Small disorder is neither: lines behind the watermark by up to STEP_S are stored as logged and
-counted as `late` (by DP ranks interleaving), since they cannot move any clock forward.
+Small disorder is neither: lines behind the watermark by up to PAST_S are stored as logged and
+counted as `late` (by DP ranks interleaving, or a backlog), since they cannot move any clock forward.
 
 The host's clock itself may step (an NTP correction, a VM resumed): its lines then arrive from the
-"future", or more than STEP_S behind the watermark, all at once. So samples from the future, and samples
-more than STEP_S behind, are first held (`held`, at most MAX_HELD a host) and the guard says it is
-`suspect`: the host loop reads the host's clock again at once, and `release` re-examines what was held
-with the skew then measured. Only what is still an outlier after that is dropped; a step of the clock
-loses nothing and stores nothing early.
+"future", or more than STEP_S behind the watermark, all at once. So the first such record of a source
+since its last in-time one raises ClockStepSuspected before anything of its delivery is stored: the
+host loop rewinds the tail, reads the host's clock again at once and calls `clock_checked`, and the same
+lines come again, placed with the skew then measured. Only a record still out of line after that read
+is quarantined (or stored late), as before. Nothing waits in memory, so a kill -9 loses nothing either.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import math
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from kvwatch.app.store.base import EventRow, Sample
+from kvwatch.collectors.sinks import ClockStepSuspected
 
 log = logging.getLogger(__name__)
 
 FUTURE_S = 300.0
 PAST_S = 3600.0
-STEP_S = 300.0  # behind the watermark by more than this: a step of the host's clock, until it is read again
-MAX_HELD = 100_000
+STEP_S = 300.0  # behind the watermark by more than this: perhaps a step of the host's clock
 LATE_S = 1.0  # disorder below this (one second's stamps from several ranks) is not counted
 FLOOR = dt.datetime(2001, 1, 1, tzinfo=dt.UTC).timestamp()
 
@@ -53,9 +54,8 @@ FLOOR = dt.datetime(2001, 1, 1, tzinfo=dt.UTC).timestamp()
 class StampCounts:
     future: int = 0  # records quarantined: stamped ahead of the host's clock and the watermark
     past: int = 0  # records quarantined: stamped far behind both, or before 2001
-    late: int = 0  # records stored: behind the watermark by more than LATE_S, up to STEP_S
-    held: int = 0  # records held until the host's clock is read again (then stored or quarantined)
-    recovered: int = 0  # held records stored after the clock was read again
+    late: int = 0  # records stored: behind the watermark by more than LATE_S, up to PAST_S
+    clock_checks: int = 0  # times a record out of line had the host's clock read again first
 
 
 class StampGuard:
@@ -67,13 +67,33 @@ class StampGuard:
         self.counts = StampCounts()
         self.last: dict[str, Any] | None = None
         self._marks: dict[tuple[str, str], float] = {}
-        self._held: dict[tuple[str, str], list[Held]] = {}
+        # source -> the line of the record out of line that waits for the clock to be read; once read,
+        # the lines up to it are taken as they come (a delivery read again holds them all again)
+        self._pending: dict[tuple[str, str], int] = {}
+        self._checked: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
     @property
     def suspect(self) -> bool:
-        """Samples wait for the host's clock to be read again."""
-        return bool(self._held)
+        """A source's lines wait for the host's clock to be read again."""
+        return bool(self._pending)
+
+    def snapshot(self) -> tuple[StampCounts, dict[tuple[str, str], float], dict[str, Any] | None]:
+        """What a delivery may change: taken back with `restore` when it is not stored."""
+        with self._lock:
+            return dataclasses.replace(self.counts), dict(self._marks), self.last
+
+    def restore(self, saved: tuple[StampCounts, dict[tuple[str, str], float], dict[str, Any] | None]) -> None:
+        with self._lock:
+            self.counts, self._marks, self.last = dataclasses.replace(saved[0]), dict(saved[1]), saved[2]
+
+    def clock_checked(self) -> None:
+        """The host's clock was read (or reading it failed): the waiting sources go on as they are."""
+        with self._lock:
+            for key, line in self._pending.items():
+                self._checked[key] = max(line, self._checked.get(key, 0))
+                self.counts.clock_checks += 1
+            self._pending.clear()
 
     def verdict(self, key: tuple[str, str], t: float, now: float) -> str | None:
         """`future`, `past`, `late` or None (in order); moves the watermark for accepted stamps."""
@@ -90,8 +110,6 @@ class StampGuard:
         if t < mark - self.past_s:  # live by the host's clock: the watermark had run ahead; re-anchor
             self._marks[key] = t
             return None
-        if t < mark - STEP_S:
-            return "behind"
         return "late" if t < mark - LATE_S else None
 
     def watermark(self, source: str, path: str) -> float | None:
@@ -106,18 +124,21 @@ class StampGuard:
         t = times.pop()
         with self._lock:
             key = (source, path)
+            mark = self._marks.get(key)
             reason = self.verdict(key, t, time.time() if now is None else now)
+            checked = self._checked.get(key)
             if reason is None:
+                if checked is not None and line > checked:  # past what was checked: a new step asks again
+                    del self._checked[key]
                 return samples, events
-            if reason == "late":
-                self.counts.late += 1
-                return samples, events
-            if reason in ("future", "behind") and samples and self._hold(key, line, samples):
-                return [], events  # an event is kept as it is: it waits for nobody
-            if reason == "behind":  # nothing held (events only, or the hold is full): stored as logged
-                self.counts.late += 1
-                return samples, events
+            stepped = reason == "future" or (reason == "late" and mark is not None and t < mark - STEP_S)
+            if stepped and (checked is None or line > checked):
+                self._pending[key] = max(line, self._pending.get(key, 0))
+                raise ClockStepSuspected(f"{path or source} line {line}: stamp {_iso(t)} is out of line with "
+                                         f"{_iso(mark)}; reading the host's clock again first")
             setattr(self.counts, reason, getattr(self.counts, reason) + 1)
+            if reason == "late":
+                return samples, events
             count = self.counts.future + self.counts.past
             self.last = {"source": source, "path": path, "line": line, "t": _iso(t), "reason": reason,
                          "watermark": _iso(self._marks.get((source, path)))}
@@ -127,47 +148,9 @@ class StampGuard:
         retimed = [e._replace(t=read_at, data={**e.data, "ts_outlier": reason}) for e in events]
         return [], retimed
 
-    def _hold(self, key: tuple[str, str], line: int, samples: list[Sample]) -> bool:
-        if self.counts.held - self.counts.recovered >= MAX_HELD:
-            return False
-        self._held.setdefault(key, []).append(Held(line, samples))
-        self.counts.held += 1
-        return True
-
-    def release(self, key: tuple[str, str], shift_s: float, now: float | None = None) -> list[Sample]:
-        """The samples held for `key`, moved by `shift_s` (the change of the skew correction, as the
-        host's clock read again says) and checked again: those now in time, in line order. What is
-        still an outlier is quarantined for good (counted as before)."""
-        with self._lock:
-            held = self._held.pop(key, [])
-            now = time.time() if now is None else now
-            kept: list[Sample] = []
-            for item in held:
-                moved = [s._replace(t=s.t + shift_s) for s in item.samples]
-                reason = self.verdict(key, moved[0].t, now)
-                if reason in (None, "late", "behind"):
-                    kept.extend(moved)
-                    self.counts.recovered += 1
-                    continue
-                setattr(self.counts, reason, getattr(self.counts, reason) + 1)
-                self.last = {"source": key[0], "path": key[1], "line": item.line, "t": _iso(moved[0].t),
-                             "reason": reason, "watermark": _iso(self._marks.get(key))}
-            return kept
-
-    def held_keys(self) -> list[tuple[str, str]]:
-        with self._lock:
-            return list(self._held)
-
     def as_dict(self) -> dict[str, Any]:
         with self._lock:
             return {**asdict(self.counts), "last": self.last}
-
-
-class Held(NamedTuple):
-    """One record's samples waiting for the host's clock."""
-
-    line: int
-    samples: list[Sample]
 
 
 def _iso(t: float | None) -> str | None:

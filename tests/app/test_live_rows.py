@@ -6,10 +6,13 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+import pytest
+
 from kvwatch.app.pipeline.batches import BatchBuilder
 from kvwatch.app.pipeline.bounds import HostBounds, Limits
 from kvwatch.app.pipeline.live import LiveState, Rows, live_rows
 from kvwatch.app.store.base import EventRow, Sample
+from kvwatch.collectors.sinks import ClockStepSuspected
 from kvwatch.parsers import Record, create_parser
 
 T = 1_767_225_601.0  # 2026-01-01T00:00:01 UTC, the records' stamp
@@ -53,37 +56,47 @@ def test_events_are_rows_of_their_own_and_unstamped_records_take_the_read_time()
     assert rows.samples == [Sample("client_done", "", NOW, 1604.0), Sample("client_total", "", NOW, 3500.0)]
 
 
+def as_the_follower_does(records: list[Record], state: LiveState) -> Rows:
+    """Deliver; on ClockStepSuspected the host's clock is read again (here: it had not stepped) and the
+    same records come again, until they go through."""
+    for _ in range(len(records) + 1):
+        saved = state.stamps.snapshot()
+        try:
+            return live_rows(records, state, "server_log", "/log", now=NOW)
+        except ClockStepSuspected:
+            state.stamps.restore(saved)
+            state.stamps.clock_checked()
+    raise AssertionError("the records never went through")
+
+
 def test_a_stamp_ahead_of_the_clock_is_quarantined_and_its_event_kept_at_the_read_time() -> None:
     state = LiveState()
     live_rows([decode(1, 0, 10, 0.4)], state, "server_log", "/log", now=NOW)
     crash: Record = {"kind": "event", "event": "crash", "line": 2, "ts": "9999-12-31T23:59:59"}
-    rows = live_rows([crash, decode(3, 1, 500, 0.11, "9999-12-31T23:59:59")], state, "server_log", "/log", now=NOW)
+    rows = as_the_follower_does([crash, decode(3, 1, 500, 0.11, "9999-12-31T23:59:59")], state)
     assert rows == Rows([], [EventRow("event", NOW, 2, {"event": "crash", "ts": "9999-12-31T23:59:59",
                                                          "ts_outlier": "future"})])
-    # the event is kept at once; the sample waits for the host's clock to be read again
-    assert (state.stamps.counts.future, state.stamps.counts.held, state.stamps.suspect) == (1, 1, True)
-    assert state.stamps.release(("server_log", "/log"), 0.0, now=NOW) == []  # the clock did not step
-    assert (state.stamps.counts.future, state.stamps.suspect) == (2, False)
+    assert state.stamps.counts.future == 2
     assert state.stamps.watermark("server_log", "/log") == T  # the outlier did not move it
     # the quarantined DP1 sample never reached the host's sum
     after = live_rows([decode(4, 0, 11, 0.4)], state, "server_log", "/log", now=NOW)
     assert [(s.metric, s.v) for s in after.host_samples] == [("running_req", 11.0), ("token_usage", 0.4)]
 
 
-def test_held_samples_come_back_moved_by_the_clocks_step() -> None:
-    # The host's clock stepped 10 min ahead: its lines come from the "future" until it is read again.
-    state, key, base = LiveState(), ("server_log", "/log"), float(int(time.time())) - 60
+def test_a_record_out_of_line_asks_for_the_clock_first_and_is_taken_as_it_comes_after() -> None:
+    # The host's clock stepped 10 min ahead, or back: its next record says so before anything is stored.
+    state, base = LiveState(), float(int(time.time())) - 60
     live_rows([decode(1, 0, 10, 0.4, _stamp(base))], state, "server_log", "/log", now=base)
-    stepped = [decode(n, 0, 10 + n, 0.4, _stamp(base + 600 + n)) for n in range(2, 6)]
-    assert live_rows(stepped, state, "server_log", "/log", now=base).samples == []
-    assert state.stamps.suspect and state.stamps.counts.held == 4
-    back = state.stamps.release(key, -600.0)
-    assert sorted({s.t for s in back}) == [base + n for n in range(2, 6)]
-    assert (state.stamps.counts.recovered, state.stamps.counts.future, state.stamps.suspect) == (4, 0, False)
-    # a step back: lines more than STEP_S behind the watermark wait too, then move forward
-    behind = [decode(7, 0, 1, 0.4, _stamp(base - 900))]
-    assert live_rows(behind, state, "server_log", "/log", now=base).samples == []
-    assert {s.t for s in state.stamps.release(key, 906.0)} == {base + 6}
+    for step in (600 + 2, -900):
+        record = decode(2, 0, 11, 0.4, _stamp(base + step))
+        with pytest.raises(ClockStepSuspected):
+            live_rows([record], state, "server_log", "/log", now=base)
+        assert state.stamps.suspect
+        state.stamps.clock_checked()  # read again: the clock had not stepped after all
+        rows = live_rows([record], state, "server_log", "/log", now=base)
+        assert not state.stamps.suspect and (rows.samples == []) == (step > 0)  # future: quarantined; behind: late
+        live_rows([decode(3, 0, 12, 0.4, _stamp(base + 1))], state, "server_log", "/log", now=base)  # in time
+    assert state.stamps.counts.clock_checks == 2 and state.stamps.counts.future == 1
 
 
 def test_metrics_scrapes_get_their_own_series_names() -> None:

@@ -11,6 +11,7 @@ import datetime as dt
 import time
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from kvwatch.app.alerts.engine import AlertEngine
@@ -20,6 +21,7 @@ from kvwatch.app.main import create_app
 from kvwatch.app.pipeline.watermark import StampGuard
 from kvwatch.app.runner import build_services
 from kvwatch.app.store.base import Sample
+from kvwatch.collectors.sinks import ClockStepSuspected
 from tests.app.slice_helpers import wait_until
 
 LINE = ("[{stamp} TP0] Decode batch, #running-req: {running}, #token: 1000, token usage: {usage:.2f}, "
@@ -62,9 +64,10 @@ def test_one_line_in_the_future_does_not_blind_its_host(tmp_path: Path) -> None:
             t, v = store.series(host, "token_usage")
             assert len(t) == len(good) and set(v.tolist()) == {0.97}
             assert now - SPAN_S - 2 <= t[0] and t[-1] <= now + 2  # the charts' range: the real lines'
-        # the lines from the future wait for the host's clock to be read again (it has not stepped)
+        # each line out of line had the host's clock read first (it had not stepped)
         stamps = services.collectors["b"].sink.live.stamps
         wait_until(lambda: not stamps.suspect and stamps.counts.future == 2, timeout=30)
+        assert stamps.counts.clock_checks == 2
         engine = AlertEngine(store, config.hosts, {h.name: rules_for_host(config, h) for h in config.hosts},
                              health=lambda name: services.collectors[name].health)
         engine.evaluate()
@@ -102,6 +105,8 @@ def test_the_watermark_moves_only_through_accepted_stamps() -> None:
     # ... and live lines behind a watermark that ran ahead re-anchor it.
     assert check(now - 2 * 3600) == "past" and check(now) is None and guard.watermark(*key) == now
     samples = [Sample("token_usage", "", 253402300799.0, 0.11)]
+    with pytest.raises(ClockStepSuspected):
+        guard.filter("server_log", "/log", 7, samples, [], read_at=now, now=now)
+    guard.clock_checked()  # the host's clock was read again: it had not stepped
     kept, events = guard.filter("server_log", "/log", 7, samples, [], read_at=now, now=now)
-    assert kept == [] and events == [] and guard.as_dict()["held"] == 1 and guard.suspect
-    assert guard.release(key, 0.0, now=now) == [] and guard.as_dict()["future"] == 1  # the clock had not stepped
+    assert kept == [] and events == [] and guard.as_dict()["future"] == 1
