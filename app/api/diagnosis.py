@@ -23,7 +23,8 @@ from kvwatch.app.api.restart import require_same_origin
 from kvwatch.app.config import HostConfig
 from kvwatch.app.diagnosis import diagnose_host, predict_host
 from kvwatch.app.diagnosis.accuracy import host_predictions
-from kvwatch.app.diagnosis.service import VetoCheck, host_engine
+from kvwatch.app.diagnosis.diagnose import VetoCheck
+from kvwatch.app.diagnosis.service import host_engine
 from kvwatch.app.diagnosis.vllm_flags import normalize_vllm
 from kvwatch.app.flags.schema import Schema, bundled_versions, load_bundled, normalize
 from kvwatch.app.services import Services
