@@ -15,6 +15,11 @@ function suggestion(host, advice, index) {
     item.append(el("span", { class: "muted diag-effect", "data-testid": `diag-effect-${index}`,
                              text: ` → predicted: ${advice.effect}` }));
   }
+  const risks = (advice.predicted && advice.predicted.risks) || [];
+  if (risks.length) {
+    item.append(el("span", { class: "error diag-risk", "data-testid": `diag-risk-${index}`,
+                             text: ` · risk: ${risks.map((r) => r.message).join("; ")}` }));
+  }
   if (!advice.flags) return item;
   const note = el("span", { class: "muted", "data-testid": `diag-fill-note-${index}` });
   const fill = () => {
