@@ -1,7 +1,8 @@
 """The diagnosis panel in Debian's Chromium against a real uvicorn: the demo's story stored for a host
 with a controller (its 0.88 run live and KV-bound), the diagnosis read as a sentence with its numbers,
 its suggestions with their predicted effect (none of them the host's vetoed fp8 KV cache), and a
-suggestion's button that fills the controller's flag editor with that change, restarting nothing."""
+suggestion's button that fills the controller's flag editor with that change, restarting nothing; and
+a run ready seconds ago whose what-if says which earlier run's measurements it rests on."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import pytest
 from kvwatch.app.compare.offline import load_log
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
+from kvwatch.app.runs import list_runs
 from kvwatch.app.store.sqlite import SqliteStore
 from tests.browser.test_panels import controlled_config, open_page, shoot
 from tests.diagnosis.livestory import write_live_story
+from tests.diagnosis.test_diagnosis_first_seconds import write_story_with_new_run
 
 pytestmark = pytest.mark.browser
 
@@ -56,4 +59,29 @@ def test_the_diagnosis_is_a_sentence_and_a_suggestion_fills_the_flag_editor(kv_b
     assert page.locator("#ctl-confirm").is_hidden() and page.locator("#ctl-progress").is_hidden()  # nothing restarts
     assert len(services.store.events("gpu1", kinds=("event",), limit=100_000)) == runs_before
     shoot(page, "diagnosis-panel.png", "#diagnosis-panel")
+    assert outside == []
+
+
+@pytest.fixture
+def just_ready_host(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.delenv("KVWATCH_TOKEN", raising=False)
+    services = build_services(controlled_config(tmp_path))
+    write_story_with_new_run(tmp_path / "story.log", ready=True)
+    assert isinstance(services.store, SqliteStore)
+    load_log(services.store, "gpu1", tmp_path / "story.log")
+    yield services, serve_app(create_app(services)).url
+    services.controllers["gpu1"].remote.stop(5)
+
+
+def test_a_run_ready_seconds_ago_is_predicted_from_the_earlier_run_and_says_so(just_ready_host: Any,
+                                                                               page: Any) -> None:
+    services, url = just_ready_host
+    earlier = list_runs(services.store, "gpu1")[1].id  # the 0.88 run
+    outside = open_page(page, url)
+    source = page.locator("[data-testid=pred-from-run]")
+    source.wait_for(timeout=30_000)
+    assert source.inner_text().startswith(f"from run {earlier}'s measurements"), source.inner_text()
+    for testid in ("pred-tokens", "pred-running", "pred-throughput"):
+        assert "unknown" not in page.locator(f"[data-testid={testid}]").inner_text()
+    assert page.locator("[data-testid=pred-risks] li[data-kind=unknown]").count() == 0
     assert outside == []

@@ -43,15 +43,20 @@ def _start(path: Path, spec: ServerSpec, epoch: float, ready: bool) -> None:
             startup.write_boot(log, spec, load_s=2.0)
 
 
-def _world(tmp: Path, ready: bool) -> Iterator[dict[str, Any]]:
-    services = start_services(tmp)
-    path = tmp / "story.log"
-    new_run_s = 45.0 if ready else 8.0  # the new run's lines end a few seconds before now
+def write_story_with_new_run(path: Path, ready: bool) -> None:
+    """The fp8 and 0.88 runs, then a 0.85 run whose last line is a few seconds old."""
+    new_run_s = 45.0 if ready else 8.0
     start = time.time() - 2 * (BOOT_S + RUN_S + GAP_S) - new_run_s
     with path.open("w", encoding="utf-8") as out:
         fp8 = play(STORY_SPECS[2], out, start, RUN_S, seed=5)
         saturating = play(STORY_SPECS[1], out, fp8.end_epoch + GAP_S, RUN_S, seed=15)
     _start(path, STORY_SPECS[0], saturating.end_epoch + GAP_S, ready)
+
+
+def _world(tmp: Path, ready: bool) -> Iterator[dict[str, Any]]:
+    services = start_services(tmp)
+    path = tmp / "story.log"
+    write_story_with_new_run(path, ready)
     assert isinstance(services.store, SqliteStore)
     load_log(services.store, "local", path)
     with TestClient(create_app(services, manage_collectors=False), base_url=BASE) as api:
