@@ -4,6 +4,7 @@ import { appendPoints, createChart, extendTraces, lastTime, setMarkers, setTrace
 import { newPoints, sinceLast, withPositions } from "./stamps.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
+import { renderDiagnosis } from "./diagnosis.js";
 import { createNowRow } from "./nowrow.js";
 import { PANELS, labelTrace, renderChartSlots, setGpuParts, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
@@ -277,6 +278,7 @@ async function refreshDiagnosis() {
   const host = state.host;
   const answer = await watched("diagnosis", fetchDiagnosis(host));
   if (host === state.host) state.nowRow.diagnosis(answer);
+  if (host === state.host) renderDiagnosis($("diagnosis-panel"), host, answer);
 }
 
 function rangeOf(event) {

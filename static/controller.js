@@ -144,6 +144,19 @@ async function showAccuracy(root) {
   if (host === state.host && answer) renderAccuracy(root.querySelector("#ctl-accuracy"), answer);
 }
 
+// A suggestion of the diagnosis panel: `changes` (null drops a flag) laid over the flags that run now, in the
+// editor; the diff and the prediction follow as after an edit. It never restarts. False: no editor for `host`.
+export function fillEditor(host, changes) {
+  if (host !== state.host || !state.editor || !state.redraw) return false;
+  const flags = { ...state.current, ...changes };
+  for (const [name, value] of Object.entries(changes)) if (value === null) delete flags[name];
+  state.preset = null;
+  state.editor.set(flags);
+  state.redraw();
+  state.editor.container.scrollIntoView({ block: "nearest" });
+  return true;
+}
+
 export async function refreshController(root, host) {
   if (host !== state.host || root.hidden || !state.editor) return;
   const view = await fetchController(host);  // a failure is the caller's to show
@@ -196,6 +209,7 @@ function render(root, view, options) {
     renderDiff($("ctl-diff"), diffFlags(state.current, state.editor.flags));
     scheduleAssess(root);
   };
+  state.redraw = diff;
   state.editor = new FlagEditor($("ctl-editor"), options, diff);
   state.editor.set(current);
   $("ctl-search-slot").replaceWith(state.editor.searchBox());

@@ -35,15 +35,21 @@ export function renderPrediction(container, answer, status) {
                                    text: `${r.kind}${r.severity ? ` (${r.severity})` : ""}: ${r.message}` })));
   if (!risks.length) riskList.append(el("li", { class: "good", text: "no risk found" }));
   const basis = answer.basis || {};
-  container.replaceChildren(
+  // A run that has not measured its own workload yet is predicted from an earlier run's: said first.
+  const from = basis.workload_run
+    ? el("p", { class: "muted", "data-testid": "pred-from-run", text: `from run ${basis.workload_run}'s measurements` +
+                (basis.startup ? " (its startup lines too)" : "") + ": the run now has not measured its own yet" })
+    : null;
+  container.replaceChildren(...[from,
     el("ul", { class: "pred-values" },
       line("pred-tokens", "KV tokens", count(answer.max_total_num_tokens)),
       line("pred-running", "running requests", count(answer.running_req)),
       line("pred-throughput", "generation", rate(answer.gen_throughput))),
     el("p", { class: "muted", text: "risks" }), riskList,
     el("details", {}, el("summary", { text: "how" }),
-      el("pre", { class: "pred-basis", text: ["max_total_num_tokens", "running_req", "gen_throughput", "total_gpu_memory"]
-        .filter((k) => basis[k]).map((k) => `${k}: ${basis[k]}`).join("\n") })));
+      el("pre", { class: "pred-basis", text: ["workload", "startup", "max_total_num_tokens", "running_req", "gen_throughput",
+                                               "total_gpu_memory"]
+        .filter((k) => basis[k]).map((k) => `${k}: ${basis[k]}`).join("\n") }))].filter(Boolean));
 }
 
 // Earlier predictions of this host next to what their runs measured, newest first, and the mean errors.

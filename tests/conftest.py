@@ -53,6 +53,7 @@ MODULE_GROUPS: frozenset[str] = frozenset({
     "tests/controller/test_sglang_schema.py",
     "tests/diagnosis/test_diagnosis_accuracy.py",
     "tests/diagnosis/test_diagnosis_api.py",
+    "tests/diagnosis/test_diagnosis_first_seconds.py",
     "tests/diagnosis/test_diagnosis_story.py",
     "tests/diagnosis/test_diagnosis_vllm.py",
     "tests/hardening/test_markup_escaping.py",

@@ -2,7 +2,8 @@
 
     GET  /api/hosts/{name}/predictions         every prediction kept with a restart's run, what the run then
          measured, the relative errors and their mean per metric (this tool's accuracy on the host)
-    GET  /api/hosts/{name}/diagnosis[?run=ID]  {"verdict", "evidence", "suggestions", "findings", "run", "window"}
+    GET  /api/hosts/{name}/diagnosis[?run=ID]  {"verdict", "sentence", "evidence", "suggestions", "findings", "run",
+         "window"}
     POST /api/hosts/{name}/predict             {"flags": {...}} on top of the running config ->
          {"max_total_num_tokens", "running_req", "gen_throughput", "queue_req", "risks", "basis", "run"}
          404 unknown host · 422 unknown flag or bad value (the flag schema's own validation) ·
@@ -23,7 +24,8 @@ from kvwatch.app.api.restart import require_same_origin
 from kvwatch.app.config import HostConfig
 from kvwatch.app.diagnosis import diagnose_host, predict_host
 from kvwatch.app.diagnosis.accuracy import host_predictions
-from kvwatch.app.diagnosis.service import VetoCheck, host_engine
+from kvwatch.app.diagnosis.diagnose import VetoCheck
+from kvwatch.app.diagnosis.service import host_engine
 from kvwatch.app.diagnosis.vllm_flags import normalize_vllm
 from kvwatch.app.flags.schema import Schema, bundled_versions, load_bundled, normalize
 from kvwatch.app.services import Services

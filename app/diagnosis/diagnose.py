@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvwatch.app.diagnosis.sentence import sentence
 from kvwatch.app.diagnosis.snapshot import Signals, Snapshot, signals
 from kvwatch.app.diagnosis.suggest import Predictor, suggestions
 from kvwatch.app.diagnosis.verdicts import RULES, WARMUP_S, Finding
+from kvwatch.app.diagnosis.wording import num
+
+VetoCheck = Callable[[dict[str, Any]], tuple[str, ...]]  # flags -> the policy's refusals, as sentences
 
 IDLE_AFTER_S = 120.0  # SGLang logs a batch every few seconds while it has requests, nothing when idle
 
@@ -19,11 +24,13 @@ class Diagnosis:
     suggestions: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     snapshot: Snapshot | None = None
+    sentence: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         snap = self.snapshot
         return {
             "verdict": self.verdict,
+            "sentence": self.sentence,
             "evidence": self.evidence,
             "suggestions": self.suggestions,
             "findings": [{"verdict": f.verdict, "evidence": f.evidence} for f in self.findings],
@@ -55,14 +62,17 @@ def lifecycle(snapshot: Snapshot, sig: Signals) -> Finding | None:
     return None
 
 
-def diagnose(snapshot: Snapshot, predictor: Predictor | None = None) -> Diagnosis:
+def diagnose(snapshot: Snapshot, predictor: Predictor | None = None, vetoes: VetoCheck | None = None) -> Diagnosis:
     sig = signals(snapshot)
     first = lifecycle(snapshot, sig)
     findings = [first] if first is not None else [f for rule in RULES if (f := rule(snapshot, sig)) is not None]
     if not findings:
         findings = [Finding("unknown").add("running_req", sig.running_p50, (
-            f"none of the patterns fits: usage median {sig.usage_p50 or 0:.2f}, running {sig.running_p50 or 0:.0f}, "
-            f"queue p90 {sig.queue_p90 or 0:.0f}"))]
+            f"none of the patterns fits: usage median {num(sig.usage_p50, '.2f')}, running {num(sig.running_p50)}, "
+            f"queue p90 {num(sig.queue_p90)}"))]
     top = findings[0]
     advice = suggestions(top.verdict, snapshot, sig, predictor)
-    return Diagnosis(top.verdict, top.evidence, advice, findings, snapshot)
+    if vetoes is not None:  # a vetoed value is never advised: the owner ruled it out
+        advice = [a for a in advice if not a.get("flags") or not vetoes(a["flags"])]
+    return Diagnosis(top.verdict, top.evidence, advice, findings, snapshot,
+                     sentence(top.verdict, top.evidence, sig))

@@ -76,6 +76,11 @@ class Inputs:
     curve: Curve
     history: tuple[PastRun, ...] = ()
     vetoes: tuple[str, ...] = ()  # policy refusals of the proposed flags, as sentences
+    # When an earlier run stands in (inputs.py): the flags the run sets differently from the one whose
+    # startup lines these are, what was taken from where (basis sentences), and why no workload is known.
+    pending: dict[str, Any] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    unknown_workload: str | None = None
 
 
 @dataclass(slots=True)
@@ -153,8 +158,9 @@ def _throughput(curve: Curve, running: float | None) -> tuple[float | None, str]
 
 def predict(inputs: Inputs, changes: dict[str, Any]) -> Prediction:
     """The running config with `changes` applied (values None drop a flag back to its default)."""
-    merged = {**inputs.flags, **changes}
-    for name in [n for n, v in changes.items() if v is None]:
+    moved = {**inputs.pending, **changes}  # from the flags the startup lines were logged with
+    merged = {**inputs.flags, **moved}
+    for name in [n for n, v in moved.items() if v is None]:
         merged.pop(name, None)
     pool = _pool(inputs, merged)
     running, running_basis = _running(inputs, merged, pool.tokens)
@@ -164,6 +170,7 @@ def predict(inputs: Inputs, changes: dict[str, Any]) -> Prediction:
         queue = round(max(inputs.workload.demand - running, 0.0), 1)
     prediction = Prediction(pool.tokens, running, throughput, queue)
     prediction.basis = {
+        **inputs.notes,
         "changes": changes,
         "max_total_num_tokens": pool.basis,
         "running_req": running_basis,
@@ -182,7 +189,9 @@ def predict(inputs: Inputs, changes: dict[str, Any]) -> Prediction:
             prediction.basis["max_concurrency"] = concurrency
     if any(n in NO_GPU_EFFECT for n in changes):
         prediction.basis["host_cache"] = "the hierarchical cache lives in host memory: no change to GPU KV tokens"
-    prediction.risks = risks(inputs, merged, changes, pool)
+    prediction.risks = risks(inputs, merged, moved, pool)
+    if running is None and inputs.unknown_workload is not None:
+        prediction.risks.append({"kind": "unknown", "message": inputs.unknown_workload})
     return prediction
 
 

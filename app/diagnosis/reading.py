@@ -6,25 +6,23 @@ plain arrays and dicts from these functions.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from kvwatch.app.config import HostConfig
-from kvwatch.app.diagnosis.memory import Startup, is_vllm, startup_from_capacity
+from kvwatch.app.diagnosis.memory import is_vllm, startup_from_capacity
 from kvwatch.app.diagnosis.predict import (
     FRACTION,
     VLLM_DEFAULT_FRACTION,
     VLLM_FRACTION,
-    Inputs,
     PastRun,
     Workload,
 )
 from kvwatch.app.diagnosis.snapshot import EMPTY, WINDOW_METRICS, Points, Snapshot, signals
 from kvwatch.app.diagnosis.throughput import Curve, fit_curve, pair_samples
 from kvwatch.app.diagnosis.verdicts import WARMUP_S
-from kvwatch.app.runs import Run, list_runs
+from kvwatch.app.runs import Run
 from kvwatch.app.store.base import Store
 from kvwatch.app.store.coverage import read_window
 
@@ -241,28 +239,3 @@ def workload(snapshot: Snapshot) -> Workload:
     sig = signals(snapshot)
     demand = (sig.running_p50 or 0.0) + (sig.queue_p50 or 0.0) if sig.running_p50 is not None else None
     return Workload(sig.tokens_per_request, demand, sig.usage_p90, sig.queue_p50)
-
-
-def prediction_inputs(
-    store: Store, host: HostConfig, run_id: str | None = None, now: float | None = None,
-) -> tuple[Inputs | None, Run | None]:
-    """What `predict` needs about the host's current run (or `run_id`, KeyError if unknown); None
-    when the run has logged no startup capacity yet."""
-    runs = list_runs(store, host.name)
-    clock = now if now is not None else time.time()
-    run = pick_run(runs, run_id, as_of(store, host.name, None, clock))
-    if run_id is None and run is not None and run.state == "failed" and startup_from_capacity(run.capacity) is None:
-        # The last start failed before sizing its pool: what runs is the last config that did start.
-        run = next((r for r in reversed(runs) if startup_from_capacity(r.capacity) is not None), run)
-    startup: Startup | None = startup_from_capacity(run.capacity) if run is not None else None
-    if run is None or startup is None:
-        return None, run
-    # The workload is what the run last did while busy, even if it has been idle since.
-    busy_until = min(as_of(store, host.name, run, clock), latest_sample(store, host.name) or clock)
-    snapshot = read_snapshot(store, host, run, busy_until, window_s=2 * WINDOW_S)
-    memory = gpu_memory(store, host.name, runs)
-    return Inputs(
-        flags=dict(run.flags), startup=startup, total_gib=memory.total_gib, total_source=memory.source,
-        workload=workload(snapshot), curve=host_curve(store, host.name, runs),
-        history=past_runs(store, [r for r in runs if r.id != run.id]),
-    ), run

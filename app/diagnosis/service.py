@@ -8,15 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kvwatch.app.config import HostConfig
-from kvwatch.app.diagnosis.diagnose import Diagnosis, diagnose
+from kvwatch.app.diagnosis.diagnose import Diagnosis, VetoCheck, diagnose
+from kvwatch.app.diagnosis.inputs import prediction_inputs
 from kvwatch.app.diagnosis.memory import is_vllm
 from kvwatch.app.diagnosis.predict import Inputs, predict
-from kvwatch.app.diagnosis.reading import as_of, pick_run, prediction_inputs, read_snapshot
+from kvwatch.app.diagnosis.reading import as_of, pick_run, read_snapshot
 from kvwatch.app.errors import UnknownRun
 from kvwatch.app.runs import list_runs
 from kvwatch.app.store.base import Store
-
-VetoCheck = Callable[[dict[str, Any]], tuple[str, ...]]  # flags -> the policy's refusals, as sentences
 
 
 def _no_vetoes(_: dict[str, Any]) -> tuple[str, ...]:
@@ -48,8 +47,8 @@ def diagnose_host(
     except KeyError:
         raise UnknownRun(f"host {host.name!r} has no run {run_id!r}") from None
     snapshot = read_snapshot(store, host, run, as_of(store, host.name, run, clock))
-    inputs, _ = prediction_inputs(store, host, run.id, clock) if run is not None else (None, None)
-    return diagnose(snapshot, predictor(inputs, vetoes) if inputs is not None else None)
+    inputs = prediction_inputs(store, host, run.id, clock)[0] if run is not None else None
+    return diagnose(snapshot, predictor(inputs, vetoes) if inputs is not None else None, vetoes)
 
 
 def predict_host(
@@ -58,11 +57,11 @@ def predict_host(
 ) -> dict[str, Any]:
     """`changes` (canonical flag names, validated) on top of the host's running config (or `run_id`'s)."""
     try:
-        inputs, run = prediction_inputs(store, host, run_id, now)
+        inputs, run, stand_in = prediction_inputs(store, host, run_id, now)
     except KeyError:
         raise UnknownRun(f"host {host.name!r} has no run {run_id!r}") from None
     if inputs is None:
-        reason = "no server start seen yet" if run is None else f"run {run.id} has logged no KV capacity yet"
+        reason = stand_in.unknown or "nothing sizes a KV pool"
         return {"max_total_num_tokens": None, "running_req": None, "gen_throughput": None, "queue_req": None,
                 "risks": [{"kind": "unknown", "message": reason}], "basis": {"changes": changes}, "run": None}
     out = predictor(inputs, vetoes)(changes)

@@ -15,10 +15,19 @@ SWA_RATIO, SWA_RATIO_STEP = "swa-full-tokens-ratio", 0.1
 POOL_GAP = 0.15  # one pool this much fuller than the other (medians): the split is what to move
 
 
+def effect(predicted: dict[str, Any]) -> str:
+    """The predicted KV tokens, running requests and tok/s of a change in words (unknown said so)."""
+    tokens, running, rate = (predicted.get(k) for k in ("max_total_num_tokens", "running_req", "gen_throughput"))
+    return (f"{'unknown' if tokens is None else f'{tokens:,.0f}'} KV tokens, "
+            f"{'unknown' if running is None else f'{running:.0f}'} running, "
+            f"{'unknown' if rate is None else f'{rate:,.0f}'} tok/s")
+
+
 def _advice(action: str, flags: dict[str, Any] | None = None, predictor: Predictor | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {"action": action, "flags": flags}
     if flags and predictor is not None:
         entry["predicted"] = predictor(flags)
+        entry["effect"] = effect(entry["predicted"])
     return entry
 
 
@@ -104,7 +113,7 @@ def _client_bound(snapshot: Snapshot, sig: Signals, predictor: Predictor | None)
 
 def _retracting(snapshot: Snapshot, sig: Signals, predictor: Predictor | None) -> list[dict[str, Any]]:
     out = [_advice("--schedule-conservativeness 1.3 reserves more room for future tokens at admission, "
-                   "so fewer requests are retracted", {"schedule-conservativeness": 1.3})]
+                   "so fewer requests are retracted", {"schedule-conservativeness": 1.3}, predictor)]
     if sig.running_p50:
         cap = max(int(sig.running_p50 * 0.9), 1)
         out.append(_advice(f"or cap admission below the thrashing point: --max-running-requests {cap}",

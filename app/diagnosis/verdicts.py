@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from kvwatch.app.diagnosis.snapshot import Signals, Snapshot
+from kvwatch.app.diagnosis.wording import num, share_of
 
 VERDICTS = ("kv_bound", "client_bound", "concurrency_capped", "prefill_bound", "retracting", "degraded",
             "hicache_idle", "client_stalled", "client_buffered", "starting", "idle", "unknown")
@@ -40,9 +41,14 @@ class Finding:
     verdict: str
     evidence: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, metric: str, value: float | str | None, fact: str) -> Finding:
+    def add(self, metric: str, value: float | str | None, fact: str,
+            numbers: dict[str, float | None] | None = None) -> Finding:
+        """One item: the metric's value, the sentence, and every number the sentence states, by name."""
         shown = round(value, 4) if isinstance(value, float) else value
-        self.evidence.append({"metric": metric, "value": shown, "fact": fact})
+        named = numbers if numbers is not None else (
+            {metric: value} if isinstance(value, int | float) and not isinstance(value, bool) else {})
+        rounded = {k: round(v, 4) if isinstance(v, float) else v for k, v in named.items()}
+        self.evidence.append({"metric": metric, "value": shown, "fact": fact, "numbers": rounded})
         return self
 
 
@@ -78,13 +84,18 @@ def _held_by_kv(snapshot: Snapshot, sig: Signals) -> bool:
 def retracting(snapshot: Snapshot, sig: Signals) -> Finding | None:
     if sig.retracted < THRASH_MIN_RETRACTED or sig.retracted < THRASH_SHARE * max(sig.admitted, 1.0):
         return None
-    share = sig.retracted / max(sig.admitted, 1.0)
+    share = share_of(sig.retracted, sig.admitted)
+    admitted = (f"{share:.0%} of the {sig.admitted:.0f} admissions in the window (thrashing from "
+                f"{THRASH_SHARE:.0%}): requests are admitted, decoded, then sent back" if share is not None else
+                f"no admission logged in the window: the {sig.retracted:.0f} requests retracted had been admitted "
+                "before it, and none got back in")
     return (Finding("retracting")
             .add("retracted_reqs", sig.retracted, f"{sig.retracted:.0f} requests retracted in "
-                 f"{sig.retract_events} retractions over {snapshot.duration:.0f} s")
-            .add("admitted", sig.admitted, f"{share:.0%} of the {sig.admitted:.0f} admissions in the window "
-                 f"(thrashing from {THRASH_SHARE:.0%}): requests are admitted, decoded, then sent back")
-            .add("token_usage", sig.usage_p50, f"token usage median {sig.usage_p50 or 0:.2f}"))
+                 f"{sig.retract_events} retractions over {snapshot.duration:.0f} s",
+                 {"retracted_reqs": sig.retracted, "retractions": sig.retract_events, "seconds": snapshot.duration})
+            .add("admitted", sig.admitted, admitted,
+                 {"admitted": sig.admitted, "retracted_reqs": sig.retracted, "share": share})
+            .add("token_usage", sig.usage_p50, f"token usage median {num(sig.usage_p50, '.2f')}"))
 
 
 def client_stalled(snapshot: Snapshot, sig: Signals) -> Finding | None:
@@ -94,6 +105,7 @@ def client_stalled(snapshot: Snapshot, sig: Signals) -> Finding | None:
         return None
     rate = snapshot.earlier_completion_rate or 0.0
     expected = max(sig.admitted - sig.retracted, rate * snapshot.duration)
+    per_minute = None if snapshot.earlier_completion_rate is None else snapshot.earlier_completion_rate * 60
     if expected < MIN_EXPECTED_COMPLETIONS:
         return None
     return (Finding("client_stalled")
@@ -101,7 +113,7 @@ def client_stalled(snapshot: Snapshot, sig: Signals) -> Finding | None:
             .add("running_req", sig.running_p50, f"while the server runs {sig.running_p50:.0f} requests at "
                  f"{sig.throughput_p50:.0f} tok/s")
             .add("expected_completions", expected, f"about {expected:.0f} completions were due (server admissions, "
-                 f"or the run's earlier {rate * 60:.1f}/min)"))
+                 f"or the run's earlier {num(per_minute, '.1f')}/min)"))
 
 
 def degraded(snapshot: Snapshot, sig: Signals) -> Finding | None:
@@ -128,8 +140,8 @@ def concurrency_capped(snapshot: Snapshot, sig: Signals) -> Finding | None:
     finding = Finding("concurrency_capped").add(
         "running_req", sig.running_p50, f"running median {sig.running_p50:.0f} = --max-running-requests "
         f"{snapshot.max_running_requests}")
-    finding.add("token_usage", sig.usage_p50, f"token usage median {sig.usage_p50 or 0:.2f}")
-    return finding.add("queue_req", sig.queue_p50, f"queue median {sig.queue_p50 or 0:.0f}")
+    finding.add("token_usage", sig.usage_p50, f"token usage median {num(sig.usage_p50, '.2f')}")
+    return finding.add("queue_req", sig.queue_p50, f"queue median {num(sig.queue_p50)}")
 
 
 def kv_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
@@ -137,7 +149,7 @@ def kv_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
         return None
     top = (f"at the top (>= {USAGE_TOP})" if sig.usage_p50 >= USAGE_TOP else
            f"the rest is reserved for the running requests' future tokens (prefill batches of "
-           f"{sig.prefill_batch_p50 or 0:,.0f} tokens are not full: prefill is not the limit)")
+           f"{num(sig.prefill_batch_p50, ',.0f')} tokens are not full: prefill is not the limit)")
     finding = Finding("kv_bound").add(
         "token_usage", sig.usage_p50, f"token usage median {sig.usage_p50:.2f} (p90 {sig.usage_p90:.2f}), {top}")
     if _queued(sig):
@@ -151,7 +163,7 @@ def kv_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
             f"running median {sig.running_p50:.0f}: each holds ~{sig.tokens_per_request:,.0f} tokens, "
             f"so {snapshot.max_total_num_tokens:,} KV tokens fit ~{held:.0f}"))
     else:
-        finding.add("running_req", sig.running_p50, f"running median {sig.running_p50 or 0:.0f}")
+        finding.add("running_req", sig.running_p50, f"running median {num(sig.running_p50)}")
     return finding
 
 
@@ -164,11 +176,11 @@ def prefill_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
                                            f"queue median {sig.queue_p50:.0f} requests waiting")
     finding.add("token_usage", sig.usage_p50, f"token usage median {sig.usage_p50:.2f}: KV room is left")
     cap = snapshot.max_running_requests
-    finding.add("running_req", sig.running_p50, f"running median {sig.running_p50 or 0:.0f}"
+    finding.add("running_req", sig.running_p50, f"running median {num(sig.running_p50)}"
                 + (f", below --max-running-requests {cap}" if cap else ""))
     rate = (sig.new_tokens or 0.0) / max(snapshot.duration, 1.0)
     finding.add("new_token", sig.prefill_batch_p50, (
-        f"prefill batches of {sig.prefill_batch_p50 or 0:,.0f} tokens fill --chunked-prefill-size "
+        f"prefill batches of {num(sig.prefill_batch_p50, ',.0f')} tokens fill --chunked-prefill-size "
         f"{snapshot.chunked_prefill_size} ({rate:,.0f} new tokens/s): admission is paced by prefill"))
     return finding
 
@@ -198,9 +210,9 @@ def client_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
     if sig.usage_p90 is None or (sig.queue_p90 or 0) >= 1 or sig.retracted or _capped(snapshot, sig):
         return None
     finding = Finding("client_bound").add("queue_req", sig.queue_p90 or 0.0, (
-        f"no queue (p90 {sig.queue_p90 or 0:.0f}) and no retraction in {snapshot.duration:.0f} s: the server "
+        f"no queue (p90 {num(sig.queue_p90)}) and no retraction in {snapshot.duration:.0f} s: the server "
         "takes every request it is sent"))
-    running = f"running median {sig.running_p50 or 0:.0f}"
+    running = f"running median {num(sig.running_p50)}"
     if snapshot.max_running_requests:
         running += f" of --max-running-requests {snapshot.max_running_requests}"
     finding.add("running_req", sig.running_p50, running + ": in flight is what the client sends")
