@@ -67,8 +67,9 @@ class StampGuard:
         self.counts = StampCounts()
         self.last: dict[str, Any] | None = None
         self._marks: dict[tuple[str, str], float] = {}
-        # source -> the line of the record out of line that waits for the clock to be read; once read,
-        # the lines up to it are taken as they come (a delivery read again holds them all again)
+        # source -> the line of the record out of line that waits for the clock to be read. Once read, the
+        # source's records are taken as they come until one in time past that line (a delivery read
+        # again holds the same lines, in time or not; a log that stays behind is checked once)
         self._pending: dict[tuple[str, str], int] = {}
         self._checked: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
@@ -132,7 +133,7 @@ class StampGuard:
                     del self._checked[key]
                 return samples, events
             stepped = reason == "future" or (reason == "late" and mark is not None and t < mark - STEP_S)
-            if stepped and (checked is None or line > checked):
+            if stepped and checked is None:
                 self._pending[key] = max(line, self._pending.get(key, 0))
                 raise ClockStepSuspected(f"{path or source} line {line}: stamp {_iso(t)} is out of line with "
                                          f"{_iso(mark)}; reading the host's clock again first")
