@@ -15,15 +15,22 @@ ETA_WINDOW_S = 600.0  # the recent pace the ETA assumes
 
 
 def trailing_rate(
-    t: npt.NDArray[np.float64], v: npt.NDArray[np.float64], window: float
+    t: npt.NDArray[np.float64], v: npt.NDArray[np.float64], window: float,
+    run_starts: npt.NDArray[np.float64] | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Per-second increase of a cumulative count over the trailing `window`, at each sample.
+    """Per-second increase of a cumulative count over the trailing `window`, at each sample; with
+    `run_starts` (sorted), a window never reaches back before the start of the run its sample is in.
 
     A drop (files rotated, counts restarted) would read as a negative rate; it is clipped to zero.
     """
     if len(t) < 2:
         return np.empty(0), np.empty(0)
-    start = np.searchsorted(t, t - window, side="left")
+    lower = t - window
+    if run_starts is not None and len(run_starts):
+        index = np.searchsorted(run_starts, t, side="right") - 1
+        floor = np.where(index >= 0, run_starts[np.maximum(index, 0)], -np.inf)
+        lower = np.maximum(lower, floor)
+    start = np.searchsorted(t, lower, side="left")
     elapsed = t - t[start]
     usable = elapsed > 0
     rate = np.clip((v[usable] - v[start][usable]) / elapsed[usable], 0.0, None)
@@ -44,6 +51,11 @@ def drop_unobserved(
     # a mark m lies in (window start, rate time]: count marks <= rt minus marks <= start
     crossed = np.searchsorted(marked, rt, side="right") > np.searchsorted(marked, starts, side="right")
     return np.ascontiguousarray(rt[~crossed]), np.ascontiguousarray(rv[~crossed])
+
+
+def stored_run_starts(store: Store, host: str) -> npt.NDArray[np.float64]:
+    """Every stored run start of the host, sorted (the run documents app/runs keeps)."""
+    return np.sort(np.asarray([float(doc["t"]) for doc in store.documents(RUN_DOC, host)], dtype=np.float64))
 
 
 def stored_run_start(store: Store, host: str) -> float | None:

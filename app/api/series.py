@@ -13,7 +13,7 @@ from fastapi import APIRouter, HTTPException, Query
 
 from kvwatch.app.api.catalog import host_combine
 from kvwatch.app.api.deps import ServicesDep, require_host
-from kvwatch.app.api.derived import RATE_WINDOW_S, drop_unobserved, eta, trailing_rate
+from kvwatch.app.api.derived import RATE_WINDOW_S, drop_unobserved, eta, stored_run_starts, trailing_rate
 from kvwatch.app.api.points import as_pairs, downsample, read_points, run_window
 from kvwatch.app.metrics_catalog import info
 from kvwatch.app.pipeline.catchup import CATCHUP_EVENT
@@ -75,7 +75,7 @@ def _completion_rate(
     (t, v), width = read_points(services.store, host, "completions", rank=rank, since=ahead, until=until,
                                 max_points=max_points)
     window = max(RATE_WINDOW_S, 2.0 * (width or 0))
-    rt, rv = trailing_rate(t, v, window)
+    rt, rv = trailing_rate(t, v, window, stored_run_starts(services.store, host))  # never across a restart
     marks = services.store.events(host, kinds=(CATCHUP_EVENT,), since=None if ahead is None else ahead - window)
     # an output file's series (rank = its path) only minds its own file's catch-ups
     steps = [float(m["t"]) for m in marks if m.get("source") == "outputs" and (not rank or m.get("path") == rank)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 
 from kvwatch.app.services import Services
@@ -93,3 +94,15 @@ def test_bad_requests_are_named(client: TestClient) -> None:
     backwards = client.get("/api/series", params={"host": "gpu1", "metric": "token", "since": 5, "until": 1})
     assert backwards.status_code == 422
     assert client.get("/api/series", params={"host": "gpu1", "metric": "token", "max_points": 1}).status_code == 422
+
+
+def test_the_completion_rate_never_reaches_back_across_a_run_start() -> None:
+    from kvwatch.app.api.derived import trailing_rate
+
+    t = np.arange(0.0, 201.0, 10.0)
+    v = np.where(t <= 100, t / 10, 10 + (t - 100) / 2)  # 0.1/s, then a restart at 100 s and 0.5/s
+    at, across = trailing_rate(t, v, 60.0)
+    rt, within = trailing_rate(t, v, 60.0, np.asarray([0.0, 100.0]))
+    assert within[rt == 120.0][0] == pytest.approx(0.5)  # (20 - 10) / 20 s: the new run's own pace
+    assert across[at == 120.0][0] == pytest.approx((20 - 6) / 60)  # the old window mixed both runs
+    assert within[-1] == across[-1] == pytest.approx(0.5)  # a full window inside the run: the same
