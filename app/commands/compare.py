@@ -24,6 +24,7 @@ from kvwatch.app.runner import database_path
 from kvwatch.app.runs import RUN_DOC, Run, find_runs, list_runs
 from kvwatch.app.store import Store, open_store
 from kvwatch.app.terminal.render import flag_words
+from kvwatch.app.terminal.safe import neutral_text
 
 NAME = "compare"
 HELP = "compare runs on their steady state (from the store, or straight from server log files)"
@@ -125,5 +126,5 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         args.output.write_text(text, encoding="utf-8")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(text if args.format == "json" and not args.list else neutral_text(text))
     return 0

@@ -20,6 +20,7 @@ from typing import Any
 
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.terminal.client import resolve_url
+from kvwatch.app.terminal.safe import neutralised
 
 NAME = "diagnose"
 HELP = "what limits a host's run now (KV, client, prefill, ...), with the numbers and what to change"
@@ -94,5 +95,5 @@ def run(args: argparse.Namespace) -> int:
     base = server_url(args.url, args.config)
     query = f"?{urllib.parse.urlencode({'run': args.run_id})}" if args.run_id else ""
     body = fetch(f"{base}/api/hosts/{urllib.parse.quote(args.host, safe='')}/diagnosis{query}")
-    sys.stdout.write(json.dumps(body, indent=2) + "\n" if args.json else render(args.host, body))
+    sys.stdout.write(json.dumps(body, indent=2) + "\n" if args.json else render(args.host, neutralised(body)))
     return 0

@@ -19,6 +19,7 @@ from typing import Any
 from kvwatch.app.terminal.client import ApiClient, resolve_url
 from kvwatch.app.terminal.gather import gather
 from kvwatch.app.terminal.render import render_all
+from kvwatch.app.terminal.safe import neutralised
 from kvwatch.app.terminal.screen import watch
 
 NAME = "status"
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         statuses = gather(client, args.host)
         if args.json:
             return as_json(statuses, args.host is not None, compact=args.watch is not None)
-        text = render_all(statuses, colour)
+        text = render_all(neutralised(statuses), colour)
         return text if in_place or args.watch is None else text + "\n"
 
     try:

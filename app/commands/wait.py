@@ -21,6 +21,7 @@ from kvwatch.app.terminal.client import ApiClient, ApiError, Unreachable
 from kvwatch.app.terminal.conditions import USAGE, Condition, current_run_id, met, parse_condition, progress_note
 from kvwatch.app.terminal.gather import diagnosis, host_status, with_verdict
 from kvwatch.app.terminal.render import render_block
+from kvwatch.app.terminal.safe import neutralised
 
 NAME = "wait"
 HELP = "block until a host is steady, ready, alerting or has N completions, then print its status"
@@ -94,7 +95,8 @@ class Poller:
 
 def report(client: ApiClient, status: dict[str, Any], as_json: bool) -> None:
     full = with_verdict(status, diagnosis(client, str(status["host"])))
-    sys.stdout.write(json.dumps(full, indent=2) + "\n" if as_json else render_block(full, use_colour(sys.stdout)))
+    text = json.dumps(full, indent=2) + "\n" if as_json else render_block(neutralised(full), use_colour(sys.stdout))
+    sys.stdout.write(text)
 
 
 def run(args: argparse.Namespace) -> int:
