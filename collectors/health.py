@@ -105,12 +105,22 @@ class HostHealth:
     next_retry_in: float | None = None
     sources: dict[str, SourceHealth] = field(default_factory=dict)
     clock: dict[str, Any] = field(default_factory=dict)  # utc_offset_s, timezone, clock_skew_s (host_clock.py)
+    recovered_from: dict[str, Any] | None = None  # the error last cleared by a recovery, and when
 
     def set_state(self, state: HostState, error: str | None = None) -> None:
         if state != self.state:
             self.state, self.since = state, time.time()
         if error is not None:
             self.last_error = error
+        elif state == "up":
+            self.recovered("")
+
+    def recovered(self, prefix: str) -> None:
+        """What failed works again: `last_error` (when it starts with `prefix`) no longer says the host
+        is in trouble; it is kept as `recovered_from` with the time of the recovery."""
+        if self.last_error is not None and self.last_error.startswith(prefix):
+            self.recovered_from = {"error": self.last_error, "at": time.time()}
+            self.last_error = None
 
     @property
     def catching_up(self) -> bool:
@@ -144,6 +154,7 @@ class HostHealth:
         return {
             "state": self.state,
             "last_error": self.last_error,
+            "recovered_from": self.recovered_from,
             "reconnects": self.reconnects,
             "since": self.since,
             "next_retry_in": self.next_retry_in,

@@ -266,6 +266,7 @@ class HostFollower:
             self._loop.wait(self.options.poll_interval)
             return False
         self._delivered[key] = tail.state
+        self.health.recovered("store: ")
         refresh_report(self.sink, self.health, key[0], key[1])
         health = self.health.source(key[0], key[1])
         records, unparsed = delivered or (0, 0)
@@ -288,6 +289,7 @@ class HostFollower:
             self.health.last_error = f"store: {exc}"
             log.error("%s: storing %s failed: %s", self.name, kind, exc)
             return
+        self.health.recovered("store: ")
         records, unparsed = delivered or (0, 0)
         self.health.source(kind, path).saw(len(lines), sum(len(ln.text) + 1 for ln in lines), records, unparsed)
 

@@ -352,4 +352,6 @@ def test_store_failure_rewinds_and_retries(tmp_path: Path, running: list[HostFol
     append(log, numbered(31, 40))
     wait_for(lambda: len(flaky.texts()) == 40, what="later lines")
     assert flaky.seqs() == list(range(1, 41))
-    assert "disk full" in (follower.health.last_error or "")
+    # recovered: the error is no longer the host's state, but what it recovered from says it
+    assert follower.health.last_error is None
+    assert "disk full" in (follower.health.recovered_from or {}).get("error", "")

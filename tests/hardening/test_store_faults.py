@@ -49,6 +49,8 @@ def test_a_full_disk_is_reported_and_recovered_without_loss(tmp_path: Path) -> N
         stuck = stored_lines(store)
         store._db.execute("PRAGMA max_page_count=1073741823")  # space is back
         wait_until(lambda: len(stored_lines(store)) == 5200, timeout=60)
+        assert collector.health.last_error is None  # recovered: no longer shown as the host's trouble
+        assert collector.health.recovered_from["error"] == "store: database or disk is full"
     finally:
         collector.stop()
     values = stored_lines(store)
