@@ -24,6 +24,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_CLIENTS = 10_000  # buckets kept before the full ones are dropped
+# Refused credentials (401) from every address together: a bucket per address alone let a client that
+# rotates its source address (127.0.0.0/8 holds 16M) guess 633 tokens a second.
+FAILURES_PER_MINUTE = 60.0
+FAILURE_BURST = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +93,29 @@ CHANGES_NOTHING = re.compile(r"^/api/hosts/[^/]+/(?:predict|restart/check)$")
 
 class MutationRateLimit:
     """A token bucket per client address for mutating methods; reads (and the POSTs that change
-    nothing, CHANGES_NOTHING) are never limited here."""
+    nothing, CHANGES_NOTHING) are never limited here. Refused credentials also fill one bucket for all
+    addresses: while it is empty every mutating request waits (a guesser slows a token holder too,
+    which is the price of not being guessable from many addresses)."""
 
-    def __init__(self, app: ASGIApp, per_minute: float, burst: int) -> None:
+    def __init__(self, app: ASGIApp, per_minute: float, burst: int,
+                 failures_per_minute: float = FAILURES_PER_MINUTE, failure_burst: int = FAILURE_BURST) -> None:
         self.app, self.rate, self.burst = app, per_minute / 60.0, burst
         self._buckets: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
+        self._failure_rate, self._failure_burst = failures_per_minute / 60.0, failure_burst
+        self._failures = (float(failure_burst), time.monotonic())
+
+    def _failure_wait(self, spend: bool) -> float:
+        """Seconds until the all-address bucket of refused credentials has a token (0: now);
+        `spend` takes one (a 401 was just sent)."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, at = self._failures
+            tokens = min(float(self._failure_burst), tokens + (now - at) * self._failure_rate)
+            if spend:
+                tokens = max(tokens - 1.0, 0.0)
+            self._failures = (tokens, now)
+            return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self._failure_rate
 
     def _take(self, client: str) -> float:
         """0 when the request may go on, else the seconds until it may."""
@@ -116,8 +137,21 @@ class MutationRateLimit:
                 and not CHANGES_NOTHING.match(scope.get("path", ""))):
             client = (scope.get("client") or ("?", 0))[0]
             wait = self._take(str(client))
+            reason = "too many mutating requests; retry later"
+            if wait <= 0 and (wait := self._failure_wait(spend=False)) > 0:
+                reason = "too many refused credentials from all addresses; retry later"
             if wait > 0:
                 retry = str(int(wait) + 1).encode()
-                await _reply(send, 429, "too many mutating requests; retry later", ((b"retry-after", retry),))
+                await _reply(send, 429, reason, ((b"retry-after", retry),))
                 return
+            await self.app(scope, receive, self._counting_refusals(send))
+            return
         await self.app(scope, receive, send)
+
+    def _counting_refusals(self, send: Send) -> Send:
+        async def watched(message: Message) -> None:
+            if message["type"] == "http.response.start" and message.get("status") == 401:
+                self._failure_wait(spend=True)
+            await send(message)
+
+        return watched
