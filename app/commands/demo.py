@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import tempfile
 import threading
 import time
 import webbrowser
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from kvwatch.app.commands.common import DEMO_DATABASE, DEMO_HOST
@@ -138,9 +140,19 @@ def run(args: argparse.Namespace) -> int:
     announce_store(workdir)
     if not args.no_browser:
         threading.Timer(1.5, webbrowser.open, (f"http://{args.host}:{args.port}/",)).start()
+    # uvicorn takes SIGINT and SIGTERM while it serves, and raises each again once it has stopped: with
+    # Python's default SIGTERM action that killed this process before `world.stop()`, leaving the
+    # simulated servers running. Raised as KeyboardInterrupt, both end the demo the same way, cleaned up.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         serve(demo_config(world, workdir, args.host, args.port), args.host, args.port,
               after_start=lambda services: wire(world, services))
+    except KeyboardInterrupt:
+        pass  # the person's Ctrl-C (or a SIGTERM): the demo's normal end
     finally:
         world.stop()
     return 0
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
