@@ -5,17 +5,18 @@ line is stamped with the wall-clock instant it is written (`--sim-stamps wall`),
 back-dated, so the server log, the client log, the output files, nvidia-smi and /metrics agree on
 when each restart happened. At `speed` above 1 the same story runs that many times faster.
 
-    story time  config                           what it shows
-    0 s         default, --mem-fraction-static    116K tokens: saturates within the first minute
-                0.85                              (usage > 0.95, a queue, the token-usage alert)
-    120 s       0.88 + hicache 48                 159K tokens, still saturated, ~72 running, queue ~80
-    420 s       0.90 + fp8_e4m3 KV + hicache 48   376K tokens, 150 running, no queue (the experiment)
-    900 s       0.88 + hicache 48 again           the owner vetoed fp8; this server runs on, and the
-                                                  controller adopts it
+STORY names the configs in order and how long each runs; simulator/campaign.py declares each
+config's flags and what the demo plays with it (README's story table is made from it). The first
+config saturates within the first minute (usage > 0.95, a queue, the token-usage alert); the last
+runs on until the demo ends, and the controller adopts it.
+
+A person's restart (the page, the API) takes the wheel: `take_wheel` stops the story for good and
+hands its running server to the controller, which stops it and starts the person's.
 
 Each change is a SIGTERM (SGLang drains, then kills its tree) and a new server appending to the
 same log; the client retries through the restarts and keeps appending to
 `prepared/<dataset>/raw_responses.jsonl`. Servers boot in DEMO_LOAD_S (weights in page cache).
+`stop()` ends every simulated server started for the demo (listed in `.sim/pids`) and the client.
 """
 
 from __future__ import annotations
