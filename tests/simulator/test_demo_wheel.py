@@ -63,8 +63,8 @@ class RunningDemo:
 
     def story_start(self) -> float:
         """The wall-clock second the story's first server logged its first line (the stamps are the wall clock)."""
-        first = re.match(r"\[([^\]]+)\]", self.story_log.read_text(errors="replace"))
-        assert first is not None
+        first = self.until(lambda: re.match(r"\[([^\]]+)\]", self.story_log.read_text(errors="replace")),
+                           "the story's first line")
         return datetime.strptime(first.group(1), "%Y-%m-%d %H:%M:%S").timestamp()
 
     def tail(self) -> str:
