@@ -5,57 +5,57 @@ line is stamped with the wall-clock instant it is written (`--sim-stamps wall`),
 back-dated, so the server log, the client log, the output files, nvidia-smi and /metrics agree on
 when each restart happened. At `speed` above 1 the same story runs that many times faster.
 
-    story time  config                           what it shows
-    0 s         default, --mem-fraction-static    116K tokens: saturates within the first minute
-                0.85                              (usage > 0.95, a queue, the token-usage alert)
-    120 s       0.88 + hicache 48                 159K tokens, still saturated, ~72 running, queue ~80
-    420 s       0.90 + fp8_e4m3 KV + hicache 48   376K tokens, 150 running, no queue (the experiment)
-    900 s       0.88 + hicache 48 again           the owner vetoed fp8; this server runs on, and the
-                                                  controller adopts it
+STORY names the configs in order and how long each runs; simulator/campaign.py declares each
+config's flags and what the demo plays with it (README's story table is made from it). The first
+config saturates within the first minute (usage > 0.95, a queue, the token-usage alert); the last
+runs on until the demo ends, and the controller adopts it.
+
+A person's restart (the page, the API) takes the wheel: `take_wheel` stops the story for good and
+hands its running server to the controller, which stops it and starts the person's.
 
 Each change is a SIGTERM (SGLang drains, then kills its tree) and a new server appending to the
 same log; the client retries through the restarts and keeps appending to
 `prepared/<dataset>/raw_responses.jsonl`. Servers boot in DEMO_LOAD_S (weights in page cache).
+`stop()` ends every simulated server started for the demo (listed in `.sim/pids`) and the client.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvwatch.simulator.spec import ServerSpec
+from kvwatch.simulator import lifeline
+from kvwatch.simulator.campaign import PRESET_DESCRIPTIONS, PRESETS
+from kvwatch.simulator.launch import (
+    BASE_FLAGS,
+    DEMO_LOAD_S,
+    DRAIN_S,
+    MODEL_PATH,
+    PIDS_DIR,
+    flag_args,
+    free_port,
+    launch_line,
+    spec_for,
+    speed_flags,
+    write_nvidia_smi,
+    write_shim,
+)
 from kvwatch.simulator.workload import DATASETS
 
-DRAIN_S = 5.0
-DEMO_LOAD_S = 1.0  # weight loading + CUDA graph capture of a restart with the weights in page cache
-MODEL_PATH = "/models/Kimi-K2.5"
+__all__ = ["BASE_FLAGS", "DEMO_LOAD_S", "DRAIN_S", "MODEL_PATH", "PRESETS", "PRESET_DESCRIPTIONS", "flag_args",
+           "free_port", "launch_line", "spec_for", "speed_flags", "write_nvidia_smi", "write_shim"]
+
 DEMO_DATASETS = DATASETS[1:]  # B1 was done before the story starts
+STOP_GRACE_S = 15.0  # after SIGTERM, a simulated server's drain (DRAIN_S of story time) and its exit
 
-BASE_FLAGS: dict[str, object] = {"model-path": MODEL_PATH, "tp-size": 8, "enable-metrics": True}
-
-# Named flag sets for the controller: flag name without dashes -> value (True = a bare switch).
-PRESETS: dict[str, dict[str, object]] = {
-    "default": {"mem-fraction-static": 0.85},
-    "hicache-0.88": {"mem-fraction-static": 0.88, "enable-hierarchical-cache": True, "hicache-size": 48},
-    "fp8-0.90": {"mem-fraction-static": 0.90, "kv-cache-dtype": "fp8_e4m3",
-                 "enable-hierarchical-cache": True, "hicache-size": 48},
-    "hicache-0.93": {"mem-fraction-static": 0.93, "enable-hierarchical-cache": True, "hicache-size": 48},
-}
-PRESET_DESCRIPTIONS: dict[str, str] = {
-    "default": "measured: 116K KV tokens, 35-50 concurrent decode reqs, 600-850 tok/s",
-    "hicache-0.88": "measured: 159K KV tokens, 72 running, usage 0.96, queue 79, ~930 tok/s",
-    "fp8-0.90": "measured: 376K KV tokens, 150 running, usage 0.61-0.63, no queue, 1300-1450 tok/s (vetoed)",
-    "hicache-0.93": "runs out of memory at start (CUDA graph capture)",
-}
 # In kvwatch.toml's [[vetoes]] shape: flag, value (a glob on the value as text), reason.
 VETOES: tuple[dict[str, str], ...] = (
     {"flag": "kv-cache-dtype", "value": "fp8*",
@@ -79,82 +79,6 @@ def config_tables() -> dict[str, object]:
     }
 
 
-def flag_args(flags: dict[str, object]) -> list[str]:
-    """`{"tp-size": 8, "enable-metrics": True}` -> `["--tp-size", "8", "--enable-metrics"]`."""
-    argv: list[str] = []
-    for name, value in flags.items():
-        if value is True:
-            argv.append(f"--{name}")
-        elif value not in (False, None):
-            argv += [f"--{name}", str(value)]
-    return argv
-
-
-def speed_flags(speed: float) -> dict[str, object]:
-    """At `speed` above 1 SGLang logs a decode batch every 40 x speed steps instead of 40, so that its
-    lines stay seconds apart on the wall clock: its stamps have one-second resolution, and several
-    lines within one second would give one instant several values."""
-    return {"decode-log-interval": round(40 * speed)} if speed > 1 else {}
-
-
-def spec_for(preset: str, port: int) -> ServerSpec:
-    flags = {**BASE_FLAGS, **PRESETS[preset]}
-    return ServerSpec(
-        model_path=MODEL_PATH, tp_size=8, port=port, enable_metrics=True,
-        mem_fraction_static=float(str(flags["mem-fraction-static"])),
-        kv_cache_dtype=str(flags.get("kv-cache-dtype", "auto")),
-        enable_hierarchical_cache=bool(flags.get("enable-hierarchical-cache", False)),
-        hicache_size=float(str(flags.get("hicache-size", 0))),
-    )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def write_shim(workdir: Path, speed: float, watch_pid: int | None = None) -> Path:
-    """`python -m sglang.launch_server` that runs the simulator (PYTHONPATH puts it first).
-
-    Servers the controller starts through it end when `watch_pid` (default: this process) does.
-    """
-    shim = workdir / ".sim" / "shim"
-    (shim / "sglang").mkdir(parents=True, exist_ok=True)
-    (shim / "sglang" / "__init__.py").write_text('"""Simulated SGLang (kvwatch demo)."""\n', encoding="utf-8")
-    extra = ["--sim-speed", str(speed), "--sim-pid-file", str(workdir / ".sim" / "server.pid"),
-             "--sim-watch-pid", str(watch_pid or os.getpid()), "--sim-stamps", "wall",
-             "--sim-load-s", str(DEMO_LOAD_S)]
-    (shim / "sglang" / "launch_server.py").write_text(
-        "import sys\n\nfrom kvwatch.simulator.server import main\n\n"
-        f"sys.exit(main(sys.argv[1:] + {extra!r}))\n", encoding="utf-8")
-    return shim
-
-
-def write_nvidia_smi(workdir: Path, port: int) -> Path:
-    """A `nvidia-smi` in `<workdir>/.sim/bin` that reports the simulated server's GPUs."""
-    bin_dir = workdir / ".sim" / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    script = bin_dir / "nvidia-smi"
-    script.write_text(
-        "#!/bin/sh\n"
-        f"exec {shlex.quote(sys.executable)} -m kvwatch.simulator.nvidia_smi "
-        f"--sim-server http://127.0.0.1:{port} \"$@\"\n",
-        encoding="utf-8",
-    )
-    script.chmod(0o755)
-    return bin_dir
-
-
-def launch_line(shim: Path, port: int, preset: str, speed: float = 1.0) -> str:
-    """The command line the controller runs to (re)start the server, SGLang's own flags only."""
-    env = f"PYTHONPATH={shlex.quote(str(shim))}"
-    flags = {**BASE_FLAGS, **speed_flags(speed), **PRESETS[preset]}
-    argv = [sys.executable, "-m", "sglang.launch_server", *flag_args(flags),
-            "--host", "127.0.0.1", "--port", str(port)]
-    return f"{env} {shlex.join(argv)}"
-
-
 @dataclass
 class DemoWorld:
     workdir: Path
@@ -167,94 +91,143 @@ class DemoWorld:
     speed: float = 1.0
     presets: dict[str, dict[str, object]] = field(default_factory=lambda: dict(PRESETS))
     bin_dir: Path | None = None  # holds the simulated `nvidia-smi`: put it first on PATH to collect GPUs
-    _stop: threading.Event = field(default_factory=threading.Event)
+    _stop: threading.Event = field(default_factory=threading.Event)  # the demo ends
+    _story_over: threading.Event = field(default_factory=threading.Event)  # no more scripted restarts
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _thread: threading.Thread | None = None
     started: float = field(default_factory=time.monotonic)
+    # Held while the story starts a server and while a server is handed over: the story never starts one
+    # after a person took the wheel, and hands over the one it started last.
+    _wheel: threading.Lock = field(default_factory=threading.Lock)
+    _story_server: subprocess.Popen[bytes] | None = None
+    _handed: bool = False
+    wheel_taken_at: float | None = None  # when a person's restart stopped the story
 
     @property
     def pid_file(self) -> Path:
         return self.workdir / ".sim" / "server.pid"
 
-    def _spawn(self, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    @property
+    def pids_dir(self) -> Path:
+        return self.workdir / PIDS_DIR
+
+    def _spawn(self, argv: list[str], log: Path, own_group: bool) -> subprocess.Popen[bytes]:
         env = dict(os.environ)
         with log.open("ab") as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
-                                    start_new_session=True)
+                                    start_new_session=own_group)
         self._procs.append(proc)
         return proc
 
     def start_server(self, preset: str) -> subprocess.Popen[bytes]:
+        """A server of the story. It leads a process group of its own: the controller takes over a server
+        (adopts it) only so, and stops it by that group."""
         flags = {**BASE_FLAGS, **speed_flags(self.speed), **PRESETS[preset]}
         argv = [sys.executable, "-m", "kvwatch.simulator.server", *flag_args(flags),
                 "--host", "127.0.0.1", "--port", str(self.port), "--sim-speed", str(self.speed),
                 "--sim-stamps", "wall", "--sim-load-s", str(DEMO_LOAD_S),
                 "--sim-drain-timeout", str(DRAIN_S), "--sim-pid-file", str(self.pid_file),
-                "--sim-parent-pid", str(os.getpid())]
-        return self._spawn(argv, self.server_log)
+                "--sim-pid-dir", str(self.pids_dir), "--sim-parent-pid", str(os.getpid())]
+        return self._spawn(argv, self.server_log, own_group=True)
 
     def start_client(self) -> subprocess.Popen[bytes]:
+        """The client, in the demo's own process group: Ctrl-C in the terminal reaches it too."""
         argv = [sys.executable, "-m", "kvwatch.simulator.client", "--url", f"http://127.0.0.1:{self.port}",
                 "--workdir", str(self.workdir), "--datasets", ",".join(ds.name for ds in DEMO_DATASETS),
                 "--flush", "--parent-pid", str(os.getpid())]
-        return self._spawn(argv, self.client_log)
+        return self._spawn(argv, self.client_log, own_group=False)
 
     def wait_story(self, timeout: float | None = None) -> bool:
-        """True once the scripted part (baseline, veto, saturating restart) is over."""
+        """True once the scripted part is over (played to its end, or stopped)."""
         if self._thread is not None:
             self._thread.join(timeout)
         return self._thread is None or not self._thread.is_alive()
 
-    def server_pid(self) -> int | None:
-        """The pid of the simulated server now running, from its pid file."""
+    def take_wheel(self, adopt: Callable[[int], None]) -> bool:
+        """A person restarts the server: the story stops for good (it starts no other server) and its
+        running server is handed to `adopt`, so that the person's restart stops it. True if the story
+        was still playing."""
+        with self._wheel:
+            playing = not self._story_over.is_set()
+            if playing:
+                self.wheel_taken_at = time.time()
+            self._story_over.set()
+        self.hand_over(adopt)
+        return playing
+
+    def hand_over(self, adopt: Callable[[int], None]) -> None:
+        """Give the story's running server to `adopt` (the controller's), once."""
+        with self._wheel:
+            server = self._story_server
+            if self._handed or server is None or server.poll() is not None:
+                return
+            adopt(server.pid)
+            self._handed = True
+
+    def _start_story_server(self, preset: str, first: bool) -> bool:
+        """Start the story's next server, unless the story is over; False then."""
+        with self._wheel:
+            if self._story_over.is_set() or self._stop.is_set():
+                return False
+            self._story_server = self.start_server(preset)
+        if first:
+            self.start_client()
+        return True
+
+    def server_pids(self) -> set[int]:
+        """Every simulated server started for this demo (by the story or the controller) still running."""
         try:
-            text = self.pid_file.read_text(encoding="utf-8").strip()
+            names = [entry.name for entry in self.pids_dir.iterdir()]
         except OSError:
-            return None
-        return int(text) if text.isdigit() else None
+            names = []
+        pids = {int(name) for name in names if name.isdigit()} | {p.pid for p in self._procs}
+        return {pid for pid in pids if lifeline.alive(pid) and _is_simulated(pid)}
 
     def stop(self) -> None:
-        """SIGTERM every process the demo started (and a server the controller restarted), then wait."""
+        """End every process the demo or its controller started: SIGTERM, then SIGKILL to each server's
+        process group and the client after STOP_GRACE_S."""
         self._stop.set()
+        self._story_over.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        pids = {p.pid for p in self._procs if p.poll() is None}
-        if self.pid_file.exists():
-            text = self.pid_file.read_text(encoding="utf-8").strip()
-            pids.update({int(text)} if text.isdigit() else set())
+        pids = self.server_pids()
         for pid in pids:
-            _signal(pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < deadline and any(lifeline.alive(pid) for pid in pids):
+            time.sleep(0.1)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)  # each server leads its group (SGLang's children with it)
         for proc in self._procs:
             try:
-                proc.wait(timeout=15)
+                proc.wait(timeout=STOP_GRACE_S)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
 
 
-def _signal(pid: int, sig: signal.Signals) -> None:
-    """Signal `pid` only if it is still a simulated server (a stale pid file may name a reused pid)."""
+def _is_simulated(pid: int) -> bool:
+    """Still a simulated server or client (a stale pid file may name a reused pid)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return
-    if b"simulator" in cmdline or b"sglang.launch_server" in cmdline:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
+        return False
+    return b"simulator" in cmdline or b"sglang.launch_server" in cmdline
 
 
 def _story(world: DemoWorld) -> None:
-    """The campaign's configs one after another (STORY), each stopped with SIGTERM, on the wall clock."""
+    """The campaign's configs one after another (STORY), each stopped with SIGTERM, on the wall clock,
+    until the story is over: played to its end, the demo stopped, or a person took the wheel."""
     server = None
     for index, (preset, run_s) in enumerate(STORY):
         if server is not None:
             _stop_server(server)
-        if world._stop.is_set():
+        if not world._start_story_server(preset, first=index == 0):
             return
-        server = world.start_server(preset)
-        if index == 0:
-            world.start_client()
-        if run_s is None or world._stop.wait(run_s / world.speed):
+        server = world._story_server
+        if run_s is None or world._story_over.wait(run_s / world.speed):
             return
 
 

@@ -84,6 +84,8 @@ def _sim_flags(p: argparse.ArgumentParser) -> None:
                    help="simulated seconds of weight loading and CUDA graph capture (default 30 and 8)")
     g.add_argument("--sim-log-file", type=Path, default=None, help="append the log here instead of stdout")
     g.add_argument("--sim-pid-file", type=Path, default=None, help="write this process's pid here")
+    g.add_argument("--sim-pid-dir", type=Path, default=None,
+                   help="create a file named by this process's pid here (the demo stops every one listed)")
     g.add_argument("--sim-parent-pid", type=int, default=None,
                    help="shut down (as on SIGTERM) when this process is no longer the parent")
     g.add_argument("--sim-watch-pid", type=int, default=None,

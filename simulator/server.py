@@ -223,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.sim_pid_file is not None:
         args.sim_pid_file.parent.mkdir(parents=True, exist_ok=True)
         args.sim_pid_file.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    if args.sim_pid_dir is not None:
+        args.sim_pid_dir.mkdir(parents=True, exist_ok=True)
+        (args.sim_pid_dir / str(os.getpid())).touch()
     server = SimServer(args, open_log(args))
     if args.sim_parent_pid is not None:
         lifeline.watch_parent(args.sim_parent_pid, server._term.set)

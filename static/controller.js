@@ -74,6 +74,11 @@ async function currentRun(host, view) {
   return status && status.run ? status.run.id : null;
 }
 
+// What the server says about the host beside its flags (the demo: a person's restart stopped its story).
+function noticeText(view) {
+  return view.notice ? view.notice.message : "";
+}
+
 function summary(view) {
   const current = currentFlags(view);
   const count = `runs now: ${Object.keys(current).length} flags`;
@@ -93,6 +98,7 @@ async function takeCurrent(root, view) {
   state.current = currentFlags(view);
   state.basedOn = await currentRun(state.host, view);
   root.querySelector("#ctl-current summary").textContent = summary(view);
+  root.querySelector("#ctl-notice").textContent = noticeText(view);
   root.querySelector("#ctl-current pre").textContent =
     Object.entries(state.current).map(([k, v]) => `--${k} ${fmt(v)}`).join("\n");
   if (untouched) state.editor.set(state.current);
@@ -171,6 +177,7 @@ function render(root, view, options) {
   root.replaceChildren(
     el("h2", { text: `controller · ${view.host}` }),
     el("p", { class: "error", id: "ctl-error", "data-testid": "ctl-error", text: view.error || "" }),
+    el("p", { class: "muted", id: "ctl-notice", "data-testid": "ctl-notice", text: noticeText(view) }),
     el("details", { id: "ctl-current", "data-testid": "ctl-current" },
       el("summary", { text: summary(view) }),
       el("pre", { text: Object.entries(current).map(([k, v]) => `--${k} ${fmt(v)}`).join("\n") })),

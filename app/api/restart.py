@@ -177,6 +177,7 @@ def controller_view(name: str, service: ServiceDep) -> dict[str, Any]:
         "current": now,
         "run": _run_view(controller),
         "running_flags": _running_flags(controller, launch, now),
+        "notice": controller.notice,  # {"message", "at"}: e.g. the demo's story stopped for a person's restart
     })
 
 

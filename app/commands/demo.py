@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import tempfile
 import threading
 import time
 import webbrowser
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from kvwatch.app.commands.common import DEMO_DATABASE, DEMO_HOST
 from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.controller.errors import RestartRefused
+from kvwatch.app.controller.operation import Operation
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.runner import serve
 from kvwatch.app.services import Services
@@ -78,23 +81,46 @@ def adopt_when_settled(world: DemoWorld, services: Services) -> None:
     stop it the way they stop a server kvwatch started itself."""
 
     def adopt() -> None:
-        controller = services.controllers.get("demo")
-        if controller is None or not world.wait_story():
+        controller = services.controllers.get(DEMO_HOST)
+        if controller is None or not world.wait_story() or world.wheel_taken_at is not None:
             return
         error: Exception | None = None
-        for _ in range(ADOPT_TRIES):  # the new server writes its pid file a moment after it starts
-            pid = world.server_pid()
+        for _ in range(ADOPT_TRIES):  # the new server's command line settles a moment after it starts
             try:
-                if pid is not None:
-                    controller.adopt(pid, str(world.server_log))
-                    log.info("the controller adopted the demo's server (pid %d)", pid)
-                    return
+                world.hand_over(lambda pid: controller.adopt(pid, str(world.server_log)))
+                log.info("the controller adopted the demo's server")
+                return
             except (RestartRefused, CollectorError) as exc:
                 error = exc
             time.sleep(1.0)
         log.warning("demo: the controller could not adopt the demo's server: %s", error)
 
     threading.Thread(target=adopt, name="demo-adopt", daemon=True).start()
+
+
+def story_notice(at: float) -> str:
+    """The page's notice once a person's restart stopped the story (the time in this machine's zone:
+    the demo runs where the person is)."""
+    return f"the demo's story stopped: you restarted the server at {time.strftime('%H:%M', time.localtime(at))}"
+
+
+def give_wheel(world: DemoWorld, services: Services) -> None:
+    """A person's restart (page, API) takes the wheel: the story stops before the restart looks at the
+    host, and the story's server goes to the controller, which stops it and starts the person's."""
+    controller = services.controllers.get(DEMO_HOST)
+    if controller is None:
+        return
+
+    def take(op: Operation) -> str | None:
+        playing = world.take_wheel(lambda pid: controller.adopt(pid, str(world.server_log)))
+        return story_notice(op.requested_at) if playing else None
+
+    controller.on_takeover = take
+
+
+def wire(world: DemoWorld, services: Services) -> None:
+    give_wheel(world, services)
+    adopt_when_settled(world, services)
 
 
 def announce_store(workdir: Path) -> None:
@@ -114,9 +140,19 @@ def run(args: argparse.Namespace) -> int:
     announce_store(workdir)
     if not args.no_browser:
         threading.Timer(1.5, webbrowser.open, (f"http://{args.host}:{args.port}/",)).start()
+    # uvicorn takes SIGINT and SIGTERM while it serves, and raises each again once it has stopped: with
+    # Python's default SIGTERM action that killed this process before `world.stop()`, leaving the
+    # simulated servers running. Raised as KeyboardInterrupt, both end the demo the same way, cleaned up.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         serve(demo_config(world, workdir, args.host, args.port), args.host, args.port,
-              after_start=lambda services: adopt_when_settled(world, services))
+              after_start=lambda services: wire(world, services))
+    except KeyboardInterrupt:
+        pass  # the person's Ctrl-C (or a SIGTERM): the demo's normal end
     finally:
         world.stop()
     return 0
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

@@ -74,6 +74,11 @@ class HostController(BringUp):
         self._retired = False  # a config reload replaced or removed this controller
         self._gate = threading.Lock()  # makes "not busy, so retire" and "not retired, so lock" atomic
         self._views: Coalesced[dict[str, Any]] = Coalesced(VIEW_MAX_AGE_S)
+        # Asked first by each restart's worker: the demo (app/commands/demo.py) stops its scripted story
+        # there and hands its server over, so that this restart stops it and nothing else starts one.
+        # A message it returns is the panel's notice (GET .../controller).
+        self.on_takeover: Callable[[Operation], str | None] | None = None
+        self.notice: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -101,7 +106,7 @@ class HostController(BringUp):
     def succeed(self, old: HostController) -> None:
         """Carry over what a reload must not reset: the last operation (the restart panel shows it),
         the restart-loop cap's recent starts, and the leases this process took."""
-        self.last = old.last
+        self.last, self.on_takeover, self.notice = old.last, old.on_takeover, old.notice
         self._window.inherit(old._window)
         self._own_ops |= old._own_ops
 
@@ -271,6 +276,9 @@ class HostController(BringUp):
         self._lock.release()
 
     def _drive(self, op: Operation) -> tuple[Outcome, str]:
+        message = self.on_takeover(op) if self.on_takeover is not None else None
+        if message:
+            self.notice = {"message": message, "at": op.requested_at}
         target = self._target(op.run_id, op.to_flags, op.log_path)
         failure = self._bring_up(op, target)
         if failure is None:
