@@ -76,6 +76,8 @@ SERIAL: dict[str, str] = {
     "tests/browser/test_demo_clock.py::test_every_chart_shows_each_restart_at_the_same_instant":
         "the old server's last point on all six charts within 6 s: at load 20+ the completions chart's "
         "came 6.3 s early once (the simulator's output writer fell behind)",
+    "tests/hardening/test_connection_budget.py::test_idle_connections_cannot_starve_the_server":
+        "the page must answer within 15 s of 300 idle connections against a 256-descriptor limit",
     "tests/hardening/test_soak.py::test_soak_no_line_lost_or_doubled_under_kills_drops_and_rotations":
         "4 hosts at 1,200 lines/s each for 90 s, and the collector's RSS must stay flat: beside the demo "
         "stories its RSS grew 94 -> 250 MB (it fell behind), and once a line was stored twice",
@@ -90,6 +92,8 @@ START_FIRST: tuple[str, ...] = (
     "tests/terminal/test_against_the_demo.py",  # about 300 s: a demo for the module, then `kvwatch wait`
     "tests/browser/test_controller_whatif.py",  # 260 s
     "tests/simulator/test_demo.py::test_story_is_the_campaign_on_the_real_clock",  # 131 s
+    "tests/simulator/test_demo_campaign.py",  # 60-120 s: each config measured from the store
+    "tests/simulator/test_demo_wheel.py",  # 60-120 s a test: a restart 40 s into the demo
     "tests/test_packaging.py",  # 130 s: a wheel built and installed in a venv
     "tests/browser/test_demo_page.py",  # 95 s
     "tests/browser/test_demo_now.py",
