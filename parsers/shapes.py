@@ -33,6 +33,7 @@ _SPECIAL = set("\\.^$*+?{}[]()|")
 _MARKERS = {"decode": "Decode batch", "prefill": "Prefill batch"}
 _SEPARATORS = (", ", ". ", ",", ".")
 MAX_SHAPES = 16
+MAX_SHAPE_FIELDS = 64  # SGLang's widest batch line has about 25; a 100,000-field line took 89 s to learn
 
 
 class Shape:
@@ -90,6 +91,8 @@ def _shape_of(kind: str, text: str) -> Shape | None:
     if separator is None:
         return None
     body = rest[len(separator) :]
+    if body.count(": ") > MAX_SHAPE_FIELDS:  # no engine logs this many: not worth a regex of that size
+        return None
     core = body.rstrip(", .\r")
     millis = len(header["time"]) - 9 if len(header["time"]) > 8 else 0
     fraction = rf"\.[0-9]{{{millis}}}" if millis else ""

@@ -165,3 +165,15 @@ def test_startup_chatter_is_ignored_not_unparsed() -> None:
     assert parser.feed(1, "[2026-12-02 16:48:30 TP0] Load weight begin. avail mem=139.10 GB") == []
     assert parser.feed(2, "garbage that is no log line at all") == []
     assert (parser.health.ignored, parser.health.unparsed) == (1, 1)
+
+
+def test_a_batch_line_of_100000_fields_is_read_without_learning_its_shape() -> None:
+    # Learning a shape builds one regex for the whole line: for 100,000 fields that took minutes.
+    from kvwatch.parsers.shapes import MAX_SHAPE_FIELDS, BatchShapes
+
+    wide = "[2026-02-24 12:49:14 TP0] Decode batch, " + ", ".join(f"k{i}: {i}" for i in range(100_000))
+    assert BatchShapes().learn("decode", wide) is None
+    narrow = "[2026-02-24 12:49:14 TP0] Decode batch, " + ", ".join(f"k{i}: {i}" for i in range(MAX_SHAPE_FIELDS))
+    assert BatchShapes().learn("decode", narrow) is not None
+    (record,) = create_parser("sglang").feed(1, wide)
+    assert record["k0"] == 0 and record["k99999"] == 99_999 and len(record) == 100_000 + 4
