@@ -17,6 +17,7 @@ from typing import ClassVar
 from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin
 from kvwatch.parsers.header import parse_header
+from kvwatch.parsers.prefixes import strip_ansi
 from kvwatch.parsers.values import field_value
 
 _PROGRESS = re.compile(
@@ -56,6 +57,7 @@ class ClientParser(TracebackMixin):
         self.health = ParseHealth()
 
     def _feed(self, line_no: int, text: str) -> list[Record]:
+        text = strip_ansi(text)
         if "/" in text:
             record = _progress(line_no, text)
             if record is not None:

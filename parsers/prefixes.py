@@ -83,3 +83,13 @@ def peel(text: str) -> Outer:
     if text.startswith("("):
         text = strip_process(text)
     return Outer(ts, tz, text)
+
+
+# CSI (`\x1b[32m`, `\x1b[0K`) and OSC (`\x1b]...\x07`) sequences: colour a terminal logger or a
+# shipper puts around the stamp or the level; they are removed before anything is read.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without terminal escape sequences (a plain line is returned as it is, cheaply)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text

@@ -20,7 +20,7 @@ from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
 from kvwatch.parsers.header import Header, parse_header, search_header, stamp
 from kvwatch.parsers.pools import add_pool_totals
-from kvwatch.parsers.prefixes import peel, strip_repeats
+from kvwatch.parsers.prefixes import peel, strip_ansi, strip_repeats
 from kvwatch.parsers.requestlog import is_request_log
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.shapes import BatchShapes
@@ -145,7 +145,7 @@ class SglangParser(TracebackMixin):
         self._shapes = BatchShapes()
 
     def _feed(self, line_no: int, text: str) -> list[Record]:
-        text = strip_repeats(text)
+        text = strip_repeats(strip_ansi(text))
         if self._block is not None:
             header = parse_header(text)
             done, consumed = self._through_block(header.message, header.found and not header.shipped_only)

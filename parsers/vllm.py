@@ -26,7 +26,7 @@ from typing import ClassVar
 from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
 from kvwatch.parsers.header import Header, parse_header, stamp
-from kvwatch.parsers.prefixes import peel, strip_repeats
+from kvwatch.parsers.prefixes import peel, strip_ansi, strip_repeats
 from kvwatch.parsers.requestlog import is_request_log
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.sglang import is_access_line
@@ -147,7 +147,7 @@ class VllmParser(TracebackMixin):
         self.health = ParseHealth()
 
     def _feed(self, line_no: int, text: str) -> list[Record]:
-        text = strip_repeats(text)
+        text = strip_repeats(strip_ansi(text))
         header = parse_header(text)
         done, consumed = self._through_block(header.message, header.found and not header.shipped_only)
         if consumed:
