@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from kvwatch.app.pipeline.catchup import BULK_LINES
 from kvwatch.app.pipeline.live import LiveState, Rows, live_rows, with_host_samples
+from kvwatch.app.pipeline.rows import record_time
 from kvwatch.app.pipeline.stamps import SourceClock
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.collectors.base import Line
@@ -50,15 +51,21 @@ class BatchBuilder:
 
             count = bulk_batch(batch, parser, lines, self.live, clock, now)
             return batch, count, parser.health.unparsed - before
-        count = 0
+        parsed: list[tuple[list[Record], float]] = []
         for line in self.live.bounds.lines(lines):
             records = parser.feed(line.line_no, line.text)
             if records:
                 appeared = clock.appeared_at(line.offset, now) if clock else now
                 if clock is not None and clock.is_live(line.offset):
                     clock.follow_live(records, now)
-                _extend(batch, live_rows(records, self.live, source, path, now=appeared, clock=clock))
-                count += len(records)
+                parsed.append((records, appeared))
+        # a step of the host's clock is asked about before anything of the delivery counts
+        self.live.stamps.precheck(source, path, [(int(r.get("line", 0) or 0), record_time(r, appeared, clock))
+                                                for records, appeared in parsed for r in records])
+        count = 0
+        for records, appeared in parsed:
+            _extend(batch, live_rows(records, self.live, source, path, now=appeared, clock=clock))
+            count += len(records)
         return batch, count, parser.health.unparsed - before
 
     def from_records(self, source: str, path: str, records: Iterable[Record], prefix: str = "",

@@ -98,20 +98,42 @@ class StampGuard:
 
     def verdict(self, key: tuple[str, str], t: float, now: float) -> str | None:
         """`future`, `past`, `late` or None (in order); moves the watermark for accepted stamps."""
-        mark = self._marks.get(key)
+        reason, mark = self._judge(self._marks.get(key), t, now)
+        if mark is not None:
+            self._marks[key] = mark
+        return reason
+
+    def _judge(self, mark: float | None, t: float, now: float) -> tuple[str | None, float | None]:
+        """`verdict` without effects: the reason and the watermark after this stamp."""
         if not math.isfinite(t) or t < FLOOR:
-            return "past"
+            return "past", mark
         if t > now + self.future_s and (mark is None or t > mark + self.future_s):
-            return "future"
+            return "future", mark
         if mark is not None and t < mark - self.past_s and t < now - self.past_s:
-            return "past"
+            return "past", mark
         if mark is None or t > mark:
-            self._marks[key] = t
-            return None
+            return None, t
         if t < mark - self.past_s:  # live by the host's clock: the watermark had run ahead; re-anchor
-            self._marks[key] = t
-            return None
-        return "late" if t < mark - LATE_S else None
+            return None, t
+        return ("late" if t < mark - LATE_S else None), mark
+
+    def precheck(self, source: str, path: str, stamped: list[tuple[int, float]], now: float | None = None) -> None:
+        """Raise ClockStepSuspected before a delivery changes anything when one of its records (line,
+        time) is out of line and the host's clock has not been read since its source's last in-time
+        record; the records are then judged by `filter` as they come."""
+        now = time.time() if now is None else now
+        key = (source, path)
+        with self._lock:
+            mark, checked = self._marks.get(key), self._checked.get(key)
+            for line, t in stamped:
+                reason, after = self._judge(mark, t, now)
+                if reason is None and checked is not None and line > checked:
+                    checked = None
+                elif _stepped(reason, t, mark) and checked is None:
+                    self._pending[key] = max(line, self._pending.get(key, 0))
+                    raise ClockStepSuspected(f"{path or source} line {line}: stamp {_iso(t)} is out of line "
+                                             f"with {_iso(mark)}; reading the host's clock again first")
+                mark = after
 
     def watermark(self, source: str, path: str) -> float | None:
         return self._marks.get((source, path))
@@ -132,8 +154,7 @@ class StampGuard:
                 if checked is not None and line > checked:  # past what was checked: a new step asks again
                     del self._checked[key]
                 return samples, events
-            stepped = reason == "future" or (reason == "late" and mark is not None and t < mark - STEP_S)
-            if stepped and checked is None:
+            if _stepped(reason, t, mark) and checked is None:
                 self._pending[key] = max(line, self._pending.get(key, 0))
                 raise ClockStepSuspected(f"{path or source} line {line}: stamp {_iso(t)} is out of line with "
                                          f"{_iso(mark)}; reading the host's clock again first")
@@ -152,6 +173,11 @@ class StampGuard:
     def as_dict(self) -> dict[str, Any]:
         with self._lock:
             return {**asdict(self.counts), "last": self.last}
+
+
+def _stepped(reason: str | None, t: float, mark: float | None) -> bool:
+    """From the future, or more than STEP_S behind the watermark: what a step of the host's clock gives."""
+    return reason == "future" or (reason == "late" and mark is not None and t < mark - STEP_S)
 
 
 def _iso(t: float | None) -> str | None:

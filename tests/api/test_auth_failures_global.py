@@ -4,6 +4,7 @@ buys a fresh bucket of guesses."""
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kvwatch.app.api.limits import MutationRateLimit
@@ -20,7 +21,9 @@ def _post(limit: MutationRateLimit, client: str) -> int:
 
     scope = {"type": "http", "method": "POST", "path": "/api/hosts/gpu1/restart", "client": (client, 40000),
              "headers": []}
-    asyncio.run(limit(scope, receive, send))
+    # A thread of its own: a browser test before it on this worker may have left an event loop running.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, limit(scope, receive, send)).result(timeout=30)
     return int(next(m["status"] for m in sent if m["type"] == "http.response.start"))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kvwatch.app.bus import EventBus
@@ -45,7 +46,9 @@ def published(store: Store, deliveries: list[list[str]]) -> list[tuple[str, dict
             out.append((item.event, json.loads(item.raw)))
         return out
 
-    return asyncio.run(play())
+    # A thread of its own: a browser test before it on this worker may have left an event loop running.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, play()).result(timeout=60)
 
 
 Events = list[tuple[str, dict[str, Any]]]
