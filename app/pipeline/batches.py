@@ -51,21 +51,20 @@ class BatchBuilder:
 
             count = bulk_batch(batch, parser, lines, self.live, clock, now)
             return batch, count, parser.health.unparsed - before
-        parsed: list[tuple[list[Record], float]] = []
+        # Each record's time is taken as its line comes (a live line may move the zone's offset for the
+        # next), then a step of the host's clock is asked about before anything of the delivery counts.
+        staged: list[tuple[Record, float, float]] = []  # record, when its line appeared, its time
         for line in self.live.bounds.lines(lines):
             records = parser.feed(line.line_no, line.text)
             if records:
                 appeared = clock.appeared_at(line.offset, now) if clock else now
                 if clock is not None and clock.is_live(line.offset):
                     clock.follow_live(records, now)
-                parsed.append((records, appeared))
-        # a step of the host's clock is asked about before anything of the delivery counts
-        self.live.stamps.precheck(source, path, [(int(r.get("line", 0) or 0), record_time(r, appeared, clock))
-                                                for records, appeared in parsed for r in records])
-        count = 0
-        for records, appeared in parsed:
-            _extend(batch, live_rows(records, self.live, source, path, now=appeared, clock=clock))
-            count += len(records)
+                staged += [(r, appeared, record_time(r, appeared, clock)) for r in records]
+        self.live.stamps.precheck(source, path, [(int(r.get("line", 0) or 0), t) for r, _, t in staged])
+        for record, appeared, t in staged:
+            _extend(batch, live_rows([record], self.live, source, path, now=appeared, clock=_Timed(t)))
+        count = len(staged)
         return batch, count, parser.health.unparsed - before
 
     def from_records(self, source: str, path: str, records: Iterable[Record], prefix: str = "",
@@ -77,6 +76,16 @@ class BatchBuilder:
     def add_samples(self, batch: Batch, samples: list[Sample]) -> None:
         """Samples made outside a parser (an output file's line count) with the host values they give."""
         batch.samples.extend(with_host_samples(samples, self.live))
+
+
+class _Timed:
+    """A record's time, taken before: what `live_rows` asks the source's clock for."""
+
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def record_time(self, record: Record, read_at: float) -> float:
+        return self.t
 
 
 def _extend(batch: Batch, rows: Rows) -> None:

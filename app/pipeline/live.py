@@ -20,8 +20,7 @@ from typing import NamedTuple
 
 from kvwatch.app.pipeline.aggregate import RankAggregator
 from kvwatch.app.pipeline.bounds import HostBounds
-from kvwatch.app.pipeline.rows import record_rows
-from kvwatch.app.pipeline.stamps import SourceClock
+from kvwatch.app.pipeline.rows import RecordClock, record_rows
 from kvwatch.app.pipeline.watermark import StampGuard
 from kvwatch.app.store.base import EventRow, Sample
 from kvwatch.parsers import Record
@@ -52,7 +51,7 @@ class Rows(NamedTuple):
 
 
 def live_rows(records: Iterable[Record], state: LiveState, source: str, path: str, *,
-              now: float | None = None, clock: SourceClock | None = None, prefix: str = "") -> Rows:
+              now: float | None = None, clock: RecordClock | None = None, prefix: str = "") -> Rows:
     """The rows of `records` read from `path` (a followed file, or a GPU/metrics read) of `source`.
 
     `now`: when the records' line appeared (an unstamped record's time, and the time an outlier's event

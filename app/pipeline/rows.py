@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from kvwatch.app.pipeline.aggregate import RankAggregator
-from kvwatch.app.pipeline.stamps import SourceClock
 from kvwatch.app.store.base import EventRow, Sample
 from kvwatch.parsers.timestamps import to_epoch
+
+
+class RecordClock(Protocol):
+    """What places a record in time: a source's clock (app/pipeline/stamps.py's SourceClock)."""
+
+    def record_time(self, record: dict[str, Any], now: float) -> float | None: ...
 
 SAMPLE_KINDS = frozenset({"decode", "prefill", "stats", "gpu", "progress"})
 # Per-kind fields that are identifiers or labels, not series.
@@ -33,7 +38,7 @@ def rank_of(record: dict[str, Any]) -> str:
 
 
 def record_rows(record: dict[str, Any], now: float | None = None,
-                clock: SourceClock | None = None) -> tuple[list[Sample], list[EventRow]]:
+                clock: RecordClock | None = None) -> tuple[list[Sample], list[EventRow]]:
     """One record's samples (kinds with series) or its event row (everything else).
 
     `clock`: the source's zone and skew (app/pipeline/stamps.py); without one a naive stamp is UTC.
@@ -54,7 +59,7 @@ def record_rows(record: dict[str, Any], now: float | None = None,
     return samples, []
 
 
-def record_time(record: dict[str, Any], read_at: float, clock: SourceClock | None = None) -> float:
+def record_time(record: dict[str, Any], read_at: float, clock: RecordClock | None = None) -> float:
     """The record's UTC epoch from its stamp (zone and skew by `clock`), else `read_at`."""
     ts = record.get("ts")
     if clock is not None:
