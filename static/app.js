@@ -1,6 +1,6 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
 import { fetchAlerts, fetchCatalog, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
-import { appendPoints, createChart, extendTraces, lastTime, setMarkers, setTraces, setXRange } from "./charts.js";
+import { appendPoints, createChart, dropFrom, extendTraces, lastTime, setMarkers, setTraces, setXRange } from "./charts.js";
 import { newPoints, sinceLast, withPositions } from "./stamps.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
@@ -26,6 +26,7 @@ const state = {
   latest: {},                     // newest value per metric (the progress line)
   progress: null,                 // completions and ETA (/api/series's `eta`, /api/hosts's `progress`)
   runsKey: null,                  // the run list the markers last saw (a change reaches the panels)
+  runStarts: new Map(),           // host -> the run starts its rate points were drawn knowing
   loading: null,                  // the host load in flight
   starting: true,                 // main() has not finished: the charts are busy
   filling: 0,                     // loads, refills and backfills in flight: live drawing waits
@@ -171,8 +172,30 @@ async function fetchMarkers() {
 function noteRuns(host, runs) {
   const key = (runs || []).map((r) => `${r.id}/${r.ended_at ?? ""}`).join(",");
   const changed = state.runsKey !== null && state.runsKey !== key && host === state.host;
-  if (host === state.host) state.runsKey = key;
+  if (host === state.host) {
+    state.runsKey = key;
+    redoRatesFrom(host, runs || []);
+  }
   if (changed) onRun();
+}
+
+// The completion rate never reaches back across a run start (app/api/derived.py), but an output file's
+// lines can be stored before the server log's line that starts the run: rate points drawn from then
+// on were computed without that start. When a start is first seen, they are dropped and fetched again.
+function redoRatesFrom(host, runs) {
+  const starts = runs.map((r) => r.started_at).filter((t) => typeof t === "number");
+  const known = state.runStarts.get(host);
+  state.runStarts.set(host, new Set(starts));
+  const fresh = known ? starts.filter((t) => !known.has(t)) : [];
+  if (!fresh.length || state.zoom) return;
+  const from = Math.min(...fresh);
+  let dropped = false;
+  for (const { panel, index } of tracesFor("completion_rate")) {
+    const queued = state.pending.get(panel.id)?.byIndex.get(index);
+    if (queued) queued.splice(0, queued.length, ...queued.filter(([t]) => t < from));
+    dropped = dropFrom($(panel.id), index, from) || dropped;
+  }
+  if (dropped) fetchRate();
 }
 
 const markerLabels = (index, markers) => index === 0 || markers.length < 8;

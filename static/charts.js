@@ -173,6 +173,19 @@ export function appendPoints(element, byIndex, range, maxPoints = WINDOW_POINTS)
   return true;
 }
 
+// Drop a trace's points at and after `t` (epoch seconds): what was drawn there was computed before
+// something the server learnt later (a derived series' run boundary), and is fetched again from `t`.
+export function dropFrom(element, index, t) {
+  const trace = element.data?.[index];
+  if (!trace) return false;
+  const keep = trace.x.findIndex((x) => new Date(x).getTime() >= t * 1000);
+  if (keep < 0) return false;
+  trace.x.splice(keep);
+  trace.y.splice(keep);
+  Plotly.redraw(element);
+  return true;
+}
+
 export function lastTime(element, index) {
   const x = element.data?.[index]?.x;
   return x && x.length ? new Date(x[x.length - 1]).getTime() / 1000 : undefined;

@@ -149,3 +149,39 @@ def test_two_lines_stamped_in_one_second_are_two_points_on_the_open_chart(
         f" return t.x.map((x, i) => [new Date(x).getTime(), t.y[i]]).filter(([x]) => x === {second * 1000})"
         f".map(([, y]) => y); }})()")
     assert drawn == at_second
+
+
+RATE_TRACE = "document.getElementById('chart-completions').data.find((t) => t.name.startsWith('per second'))"
+
+
+def test_rate_points_drawn_before_their_run_start_was_read_are_drawn_again(
+    live_run: tuple[ScriptedRun, str], page: Any, context: Any
+) -> None:
+    """An output file's lines can be stored before the server log's line that starts their run (two
+    sources, two reads): the completion rate drawn meanwhile reached back into the old run. Once the
+    start is read, the open tab draws what a fresh load draws."""
+    run, url = live_run
+    open_tab(page, url)
+    run.pause()
+    stored_until_quiet(url)
+    start = float(int(time.time())) + 1.0
+    page.wait_for_timeout(int((start - time.time()) * 1000) + 100)
+    for _ in range(8):  # outputs only: the server log says nothing of the new run yet
+        run.complete()
+        page.wait_for_timeout(500)
+    after = (f"(() => {{ const t = {RATE_TRACE};"
+             f" return t.x.filter((x) => new Date(x).getTime() >= {start * 1000}).length; }})()")
+    page.wait_for_function(f"{after} >= 3", timeout=15_000)  # drawn as if the old run went on
+    run.ready_at(start)  # the run's start, read last
+    deadline = time.monotonic() + 15
+    while len(httpx.get(f"{url}/api/runs", params={"host": "gpu1"}).json()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.25)
+    stored_until_quiet(url, "completions")
+    fresh = context.new_page()
+    open_tab(fresh, url)
+    wanted = fresh.evaluate(SNAPSHOT)
+    fresh.close()
+    deadline = time.monotonic() + CONVERGE_S
+    while (left := differences(page.evaluate(SNAPSHOT), wanted)) and time.monotonic() < deadline:
+        page.wait_for_timeout(500)
+    assert left == [], "\n".join(left)

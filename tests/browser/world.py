@@ -67,6 +67,15 @@ class ScriptedRun:
         self._write(self.server_log, READY.format(ts=stamp(now)))
         return math.floor(now)
 
+    def ready_at(self, t: float) -> None:
+        """The server's ready line stamped `t` (a start read after lines of other sources that followed it)."""
+        self._write(self.server_log, READY.format(ts=stamp(t)))
+
+    def complete(self) -> None:
+        """One more line in the output file, whether paused or not."""
+        self.done += 1
+        self._write(self.outputs, json.dumps({"id": self.done, "response": "ok"}) + "\n")
+
     def pause(self) -> None:
         """No more lines until resume() (a quiet server: what is stored stops moving)."""
         with self._lock:
