@@ -159,8 +159,11 @@ export function createAlertBanner(banner, { onChanged }) {
 
 function tickSince(list, alerts) {
   const now = Date.now() / 1000;
-  for (const since of list.querySelectorAll(".alert-since")) {
-    const alert = alerts.find((a) => String(a.since) === since.dataset.since);
-    if (alert) since.textContent = sinceText(alert, now);
+  // An entry is its host and rule: two alerts often start in the same second (a saturated run trips
+  // usage and queue together), and one must not be labelled with the other's state.
+  for (const box of list.querySelectorAll("[data-testid=alert-entry]")) {
+    const since = box.querySelector(".alert-since");
+    const alert = alerts.find((a) => a.host === box.dataset.host && a.rule === box.dataset.rule);
+    if (since && alert) since.textContent = sinceText(alert, now);
   }
 }

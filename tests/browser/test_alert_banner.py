@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -221,3 +222,26 @@ def test_a_value_back_under_the_limit_turns_the_entry_clearing_without_a_reload(
     services.store.commit(Batch("gpu1", "server_log", "/l", events=start))  # a new run: resolved, run_ended
     page.locator(clearing).wait_for(state="detached", timeout=5_000)
     assert loads == [] and outside == []
+
+
+def test_two_alerts_started_in_the_same_second_keep_their_own_states(
+    stored: tuple[str, Services], page: Any
+) -> None:
+    """A saturated run trips usage (firing) and queue growth (pending) in one second: each entry's
+    "since" line, redrawn every second, says its own alert's state, not the other's."""
+    url, _ = stored
+    open_dashboard(page, url)
+    since = time.time() - 30
+    texts = page.evaluate("""async (since) => {
+      const { createAlertBanner } = await import('/static/alertbanner.js');
+      const box = document.createElement('div');
+      document.body.append(box);
+      const banner = createAlertBanner(box, { onChanged: () => {} });
+      const alert = (rule, state) => ({ host: 'gpu1', rule, state, since, headline: rule });
+      banner.render([alert('token_usage_high', 'firing'), alert('queue_growing', 'pending')]);
+      await new Promise((done) => setTimeout(done, 1500));  // past a redraw of the since lines
+      return [...box.querySelectorAll('[data-testid=alert-entry]')].map((e) =>
+        [e.dataset.rule, e.querySelector('.alert-since').textContent]);
+    }""", since)
+    assert [(rule, text.split(" since ")[0]) for rule, text in texts] == [
+        ("token_usage_high", "firing"), ("queue_growing", "pending")], texts
