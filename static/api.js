@@ -115,6 +115,10 @@ export function openStream(handlers, onState, { reopenMs = 2000 } = {}) {
 const hostPath = (host, what) => `/api/hosts/${encodeURIComponent(host)}/${what}`;
 
 // The host now in one answer: newest values, 5-min mean, completions, ETA, run and its defining flags, alerts.
+export function fetchFleet() {
+  return getJSON("/api/fleet");
+}
+
 export function fetchStatus(host) {
   return getJSON(hostPath(host, "status"));
 }

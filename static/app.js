@@ -9,6 +9,7 @@ import { createNowRow } from "./nowrow.js";
 import { PANELS, labelTrace, renderChartSlots, setGpuParts, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
 import { clearProblem, reportProblem, reported, watched } from "./problems.js";
+import { createFleetView } from "./fleet.js";
 import { createAlertBanner, setupNotifyButton } from "./alertbanner.js";
 import { renderHostStrip, renderProgress, renderSources, tickFreshness } from "./status.js";
 import { setupTheme } from "./theme.js";
@@ -26,7 +27,8 @@ const state = {
   latest: {},                     // newest value per metric (the progress line)
   progress: null,                 // completions and ETA (/api/series's `eta`, /api/hosts's `progress`)
   runsKey: null,                  // the run list the markers last saw (a change reaches the panels)
-  runStarts: new Map(),           // host -> the run starts its rate points were drawn knowing
+  runStarts: new Map(),
+  fleet: null,                    // the fleet view, when there is more than one host           // host -> the run starts its rate points were drawn knowing
   loading: null,                  // the host load in flight
   starting: true,                 // main() has not finished: the charts are busy
   filling: 0,                     // loads, refills and backfills in flight: live drawing waits
@@ -628,6 +630,20 @@ function onServerEvent(data) {
   if (data && (!data.host || data.host === state.host) && RUN_EVENTS.has(data.event)) onRun();
 }
 
+// More than one host: the fleet's rows lead the page, and a row opens its host below. Refreshed on
+// the stream's news of any host, at most once a second whatever the number of hosts.
+function showFleet(picker) {
+  const section = $("fleet-view");
+  section.hidden = false;
+  state.fleet = createFleetView(section, { onPick: (host) => {
+    picker.value = host;
+    pickHost(host);
+    $("host-strip").scrollIntoView({ block: "start" });
+  } });
+  refreshFleet();
+}
+const refreshFleet = throttle(() => (state.fleet ? watched("fleet", state.fleet.refresh()) : null), 1000);
+
 async function main() {
   const catalog = fetchCatalog();  // the charts to build, fetched beside the hosts
   setupTheme($("theme"));
@@ -647,6 +663,7 @@ async function main() {
   $("back-to-live").addEventListener("click", () => {
     for (const panel of PANELS) Plotly.relayout($(panel.id), { "xaxis.autorange": true });
   });
+  if (state.hosts.length > 1) showFleet(picker);
   const first = state.hosts.find((h) => h.name === wanted.host) || state.hosts[0];
   if (first) {
     writeLocation({ host: first.name, range: state.range, fixed: wanted.fixed });
@@ -655,8 +672,10 @@ async function main() {
     $("host-panels").setAttribute("aria-busy", "false");  // no host: no panels to draw
   }
   await alerts;
+  const andFleet = (handler) => (data) => { refreshFleet(); handler(data); };
   openStream({
-    hello: onHello, sample: onSample, host: onHostEvent, event: onServerEvent, run: onRun, alert: onRun,
+    hello: onHello, sample: andFleet(onSample), host: andFleet(onHostEvent), event: andFleet(onServerEvent),
+    run: andFleet(onRun), alert: andFleet(onRun),
   }, (streamState) => {
     if (streamState !== "live") showStream(streamState);  // an open stream is live once its hello is heard
   });

@@ -11,6 +11,7 @@ from kvwatch.app.api import (
     diagnosis,
     events,
     export,
+    fleet,
     hosts,
     metrics,
     restart,
@@ -38,4 +39,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     status.router,
     steady.router,
     diagnosis.router,
+    fleet.router,
 )

@@ -1,0 +1,80 @@
+// The fleet view: one row per host, most urgent first (the server orders them: app/fleet/attention.py),
+// with the job's totals above. Shown as the page's front when kvwatch follows more than one host; a
+// click on a row opens that host's charts below. Everything from the server is set as text.
+import { fetchFleet } from "./api.js";
+import { el } from "./dom.js";
+import { formatAge } from "./status.js";
+
+const number = (v, digits = 0) => (v === null || v === undefined ? "–" : v.toLocaleString("en-US", {
+  maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const eta = (s) => (s === null || s === undefined ? "–" : s === 0 ? "done" : formatAge(s));
+
+const COLUMNS = [
+  ["host", (r) => r.host],
+  ["needs", (r) => r.attention_reason || "–"],
+  ["tok/s", (r) => number(r.gen_throughput)],
+  ["KV usage", (r) => number(r.token_usage, 2)],
+  ["running", (r) => number(r.running_req)],
+  ["queue", (r) => number(r.queue_req)],
+  ["done", (r) => (r.target_completions ? `${number(r.completions)} / ${number(r.target_completions)}` : number(r.completions))],
+  ["ETA", (r) => eta(r.eta_s)],
+  ["verdict", (r) => r.verdict_label || "–"],
+  ["run", (r) => (r.run ? r.run.id : "–")],
+  ["config vs fleet", (r) => differenceText(r.config_diff)],
+  ["freshest line", (r) => freshness(r.sources)],
+];
+
+function differenceText(diff) {
+  const entries = Object.entries(diff || {});
+  if (!entries.length) return "common";
+  return entries.map(([k, v]) => (v === null ? `no --${k}` : v === true ? `--${k}` : `--${k} ${v}`)).join(" ");
+}
+
+function freshness(sources) {
+  const ages = Object.values(sources || {}).filter((a) => a !== null && a !== undefined);
+  return ages.length ? `${formatAge(Math.min(...ages))} ago` : "–";
+}
+
+function totalsText(t) {
+  const parts = [`${t.hosts} hosts`, `${number(t.gen_throughput)} tok/s`];
+  if (t.completions !== null) {
+    parts.push(t.target_completions ? `${number(t.completions)} of ${number(t.target_completions)} done`
+                                    : `${number(t.completions)} done`);
+  }
+  if (t.eta_s !== null) parts.push(`job ETA ${eta(t.eta_s)}`);
+  return parts.join(" · ");
+}
+
+export function createFleetView(section, { onPick }) {
+  const totals = el("p", { class: "fleet-totals", "data-testid": "fleet-totals" });
+  const filter = el("input", { type: "search", placeholder: "filter hosts", "aria-label": "filter hosts",
+                               "data-testid": "fleet-filter" });
+  const body = el("tbody");
+  const head = el("thead", {}, el("tr", {}, ...COLUMNS.map(([name]) => el("th", { scope: "col" }, name))));
+  section.replaceChildren(el("div", { class: "fleet-top" }, el("h2", {}, "fleet"), filter, totals),
+                          el("table", { class: "fleet-table", "data-testid": "fleet-table" }, head, body));
+  let last = null;
+  filter.addEventListener("input", () => last && render(last));
+  body.addEventListener("click", (event) => {
+    const row = event.target.closest("tr[data-host]");
+    if (row) onPick(row.dataset.host);
+  });
+
+  function render(answer) {
+    last = answer;
+    const wanted = filter.value.trim().toLowerCase();
+    const shown = answer.hosts.filter((r) => !wanted || [r.host, r.attention_reason, r.verdict_label, r.run?.id]
+      .some((text) => (text || "").toLowerCase().includes(wanted)));
+    body.replaceChildren(...shown.map((r) => el("tr", {
+      "data-host": r.host, "data-attention": r.attention, "data-testid": "fleet-row", tabindex: "0",
+      class: `attention-${r.attention}` }, ...COLUMNS.map(([, cell]) => el("td", {}, cell(r))))));
+    totals.textContent = totalsText(answer.totals);
+  }
+
+  async function refresh() {
+    const answer = await fetchFleet();
+    render(answer);
+    return answer;
+  }
+  return { render, refresh };
+}

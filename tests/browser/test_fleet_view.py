@@ -1,0 +1,76 @@
+"""The fleet view in Chromium with 32 hosts (issue #35): it leads the page, a host whose alert starts
+firing moves to the top within 2 s through the stream, and a click on its row opens that host."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kvwatch.app.alerts import start_alerting
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
+from kvwatch.app.services import Services
+from kvwatch.app.store.base import Batch, Sample
+from kvwatch.app.store.sqlite import SqliteStore
+from tests.fixtures.web import open_dashboard
+
+pytestmark = pytest.mark.browser
+HOSTS = tuple(f"node{i:02d}" for i in range(32))
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+TOP = "document.querySelector('[data-testid=fleet-row]')?.dataset.host"
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, serve_app: Any) -> Iterator[tuple[str, Services]]:
+    """32 hosts whose samples the test commits itself (no collector), alerting every 0.2 s."""
+    hosts = tuple(HostConfig(name=name, ssh="local", server_log=str(tmp_path / "none.log")) for name in HOSTS)
+    services = Services(Config(server=ServerConfig(data_dir=str(tmp_path)), hosts=hosts),
+                        SqliteStore(str(tmp_path / "kvwatch.db")))
+    now = time.time()
+    for index, name in enumerate(HOSTS):
+        usage = () if name == "node17" else (("token_usage", 0.6),)  # node17's usage comes in the test
+        samples = [Sample(metric, "", now - 300 + i, value) for i in range(0, 300, 5)
+                   for metric, value in (("gen_throughput", 800.0 + index), ("running_req", 40.0),
+                                         ("queue_req", 0.0), *usage)]
+        services.store.commit(Batch(name, "server_log", "/l", samples=samples))
+    server = serve_app(create_app(services, manage_collectors=False))
+    services.alerts = start_alerting(services, interval=0.2)
+    yield server.url, services
+    services.stop()
+
+
+def test_a_host_whose_alert_fires_moves_to_the_top_and_a_click_opens_it(
+    fleet: tuple[str, Services], page: Any
+) -> None:
+    url, services = fleet
+    outside = open_dashboard(page, url)
+    page.wait_for_function("document.querySelectorAll('[data-testid=fleet-row]').length === 32", timeout=15_000)
+    assert page.evaluate(TOP) == "node00"
+    totals = page.locator("[data-testid=fleet-totals]").inner_text()
+    assert totals.startswith("32 hosts · " + f"{sum(800 + i for i in range(32)):,} tok/s"), totals
+    page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)
+    now = time.time()
+    usage = [Sample("token_usage", "", now - 290 + 5 * i, 0.97) for i in range(57)]  # in the run, for 280 s
+    services.store.commit(Batch("node17", "server_log", "/l", samples=usage))
+    deadline = time.monotonic() + 15
+    while not (any(a["rule"] == "token_usage_high" and a["state"] == "firing" for a in
+                             httpx.get(f"{url}/api/alerts", params={"host": "node17"}).json())):
+        assert time.monotonic() < deadline, "the alert never fired"
+        time.sleep(0.05)
+    fired = time.monotonic()
+    page.wait_for_function(f"{TOP} === 'node17'", timeout=2_000)
+    moved_after = time.monotonic() - fired
+    assert moved_after <= 2.0, moved_after
+    row = page.locator("[data-testid=fleet-row][data-host=node17]")
+    assert row.get_attribute("data-attention") == "alert"
+    assert "firing: token_usage_high" in row.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "fleet-view-32-hosts.png"))
+    row.click()
+    page.wait_for_function("document.getElementById('host-picker').value === 'node17'", timeout=5_000)
+    page.wait_for_function("new URLSearchParams(location.search).get('host') === 'node17'", timeout=5_000)
+    assert outside == []
