@@ -102,6 +102,8 @@ class DemoWorld:
     _story_server: subprocess.Popen[bytes] | None = None
     _handed: bool = False
     wheel_taken_at: float | None = None  # when a person's restart stopped the story
+    story: tuple[tuple[str, float | None], ...] = ()  # the configs this world plays, in order
+    _client: subprocess.Popen[bytes] | None = None
 
     @property
     def pid_file(self) -> Path:
@@ -135,7 +137,17 @@ class DemoWorld:
         argv = [sys.executable, "-m", "kvwatch.simulator.client", "--url", f"http://127.0.0.1:{self.port}",
                 "--workdir", str(self.workdir), "--datasets", ",".join(ds.name for ds in DEMO_DATASETS),
                 "--flush", "--parent-pid", str(os.getpid())]
-        return self._spawn(argv, self.client_log, own_group=False)
+        self._client = self._spawn(argv, self.client_log, own_group=False)
+        return self._client
+
+    def stall_client(self) -> bool:
+        """Freeze the client (SIGSTOP) as a hung data loader would: the server drains and idles, no
+        output line is written. True if there was a client to freeze."""
+        client = self._client
+        if client is None or client.poll() is not None:
+            return False
+        os.kill(client.pid, signal.SIGSTOP)
+        return True
 
     def wait_story(self, timeout: float | None = None) -> bool:
         """True once the scripted part is over (played to its end, or stopped)."""
@@ -190,6 +202,10 @@ class DemoWorld:
         self._story_over.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        for proc in self._procs:  # a stalled (stopped) client takes its SIGTERM only once continued
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGCONT)
         pids = self.server_pids()
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
@@ -221,7 +237,7 @@ def _story(world: DemoWorld) -> None:
     """The campaign's configs one after another (STORY), each stopped with SIGTERM, on the wall clock,
     until the story is over: played to its end, the demo stopped, or a person took the wheel."""
     server = None
-    for index, (preset, run_s) in enumerate(STORY):
+    for index, (preset, run_s) in enumerate(world.story or STORY):
         if server is not None:
             _stop_server(server)
         if not world._start_story_server(preset, first=index == 0):
@@ -240,8 +256,10 @@ def _stop_server(server: subprocess.Popen[bytes]) -> None:
         server.wait()
 
 
-def start_demo_world(workdir: Path, speed: float = 1.0) -> DemoWorld:
-    """Start the story under `workdir` (logs/, prepared/); returns where the files are."""
+def start_demo_world(workdir: Path, speed: float = 1.0,
+                     story: tuple[tuple[str, float | None], ...] | None = None) -> DemoWorld:
+    """Start the story (STORY, or `story`: a fleet's hosts start it at different configs) under
+    `workdir` (logs/, prepared/); returns where the files are."""
     workdir = Path(workdir).resolve()
     (workdir / "logs").mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -256,6 +274,7 @@ def start_demo_world(workdir: Path, speed: float = 1.0) -> DemoWorld:
         port=port,
         speed=speed,
     )
+    world.story = story or STORY
     world.bin_dir = write_nvidia_smi(workdir, port)
     world.server_log.touch()
     world.client_log.touch()

@@ -22,7 +22,7 @@ from kvwatch.app.errors import KvwatchError
 from kvwatch.app.runner import serve
 from kvwatch.app.services import Services
 from kvwatch.collectors.base import CollectorError
-from kvwatch.simulator.demo import DemoWorld, config_tables, start_demo_world
+from kvwatch.simulator.demo import STORY, DemoWorld, config_tables, start_demo_world
 
 NAME = "demo"
 HELP = "run a simulated SGLang server and client locally and show them on the dashboard"
@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 ADOPT_TRIES = 30
 DEMO_ALERT_FOR = "0s"
 DEMO_MIN_STEADY_S = 120.0
+MAX_HOSTS = 16  # each simulated host is a server and a client process: this machine's size, not a limit of kvwatch
+STALLED_FROM = 3  # a fleet of this many hosts or more has one whose client stalls
+STALL_AFTER_S = 150.0  # of story time: after the first config's warm-up
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,9 +41,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second")
     parser.add_argument("--workdir", type=Path, help="where the simulated files go (default: a temp dir)")
+    parser.add_argument("--hosts", type=int, default=1, metavar="N",
+                        help=f"simulate N servers (at most {MAX_HOSTS}): each starts the story at another config, "
+                             "and with 3 or more the last one's client stalls; the page opens on the fleet view")
 
 
 def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: int = 8765) -> Config:
+    server = ServerConfig(host=bind, port=port, data_dir=str(workdir), database=DEMO_DATABASE)
+    return Config(server=server, hosts=(demo_host(world, DEMO_HOST, workdir),))
+
+
+def fleet_config(worlds: dict[str, DemoWorld], workdir: Path, bind: str = "127.0.0.1", port: int = 8765) -> Config:
+    """A host per simulated server, one store. Only the first reads GPUs: the simulated `nvidia-smi` on
+    PATH answers for one server."""
+    hosts = tuple(demo_host(world, name, world.workdir, gpu=index == 0)
+                  for index, (name, world) in enumerate(worlds.items()))
+    server = ServerConfig(host=bind, port=port, data_dir=str(workdir), database=DEMO_DATABASE)
+    return Config(server=server, hosts=hosts)
+
+
+def demo_host(world: DemoWorld, name: str, workdir: Path, gpu: bool = True) -> HostConfig:
     # The stand-in `sglang` package cannot be asked for its flags the way a real host is: validate
     # against the bundled schema of the version the simulator writes.
     # The demo's story is minutes long, not hours: its token-usage alert fires on the first sample at or
@@ -55,8 +75,8 @@ def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: 
                               # each config of the story runs 5-8 minutes: compare them on 2 minutes of
                               # steady state (of story time: the story runs `speed` times faster)
                               "compare": {"min_steady": DEMO_MIN_STEADY_S / world.speed}}
-    host = HostConfig(
-        name=DEMO_HOST,
+    return HostConfig(
+        name=name,
         ssh="local",
         server_log=str(world.server_log),
         client_log=str(world.client_log),
@@ -64,10 +84,8 @@ def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: 
         target_completions=world.target_completions,
         launch=world.launch,
         tables=tables,
-        gpu=world.bin_dir is not None,
+        gpu=gpu and world.bin_dir is not None,
     )
-    server = ServerConfig(host=bind, port=port, data_dir=str(workdir), database=DEMO_DATABASE)
-    return Config(server=server, hosts=(host,))
 
 
 def use_simulated_gpus(world: DemoWorld) -> None:
@@ -76,12 +94,12 @@ def use_simulated_gpus(world: DemoWorld) -> None:
         os.environ["PATH"] = f"{world.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
-def adopt_when_settled(world: DemoWorld, services: Services) -> None:
+def adopt_when_settled(world: DemoWorld, services: Services, host: str = DEMO_HOST) -> None:
     """Once the scripted story is over, hand its server to the controller, so that the page's restarts
     stop it the way they stop a server kvwatch started itself."""
 
     def adopt() -> None:
-        controller = services.controllers.get(DEMO_HOST)
+        controller = services.controllers.get(host)
         if controller is None or not world.wait_story() or world.wheel_taken_at is not None:
             return
         error: Exception | None = None
@@ -104,10 +122,10 @@ def story_notice(at: float) -> str:
     return f"the demo's story stopped: you restarted the server at {time.strftime('%H:%M', time.localtime(at))}"
 
 
-def give_wheel(world: DemoWorld, services: Services) -> None:
+def give_wheel(world: DemoWorld, services: Services, host: str = DEMO_HOST) -> None:
     """A person's restart (page, API) takes the wheel: the story stops before the restart looks at the
     host, and the story's server goes to the controller, which stops it and starts the person's."""
-    controller = services.controllers.get(DEMO_HOST)
+    controller = services.controllers.get(host)
     if controller is None:
         return
 
@@ -118,9 +136,27 @@ def give_wheel(world: DemoWorld, services: Services) -> None:
     controller.on_takeover = take
 
 
-def wire(world: DemoWorld, services: Services) -> None:
-    give_wheel(world, services)
-    adopt_when_settled(world, services)
+def wire(worlds: dict[str, DemoWorld], services: Services) -> None:
+    for host, world in worlds.items():
+        give_wheel(world, services, host)
+        adopt_when_settled(world, services, host)
+
+
+def fleet_worlds(workdir: Path, count: int, speed: float) -> dict[str, DemoWorld]:
+    """`count` simulated servers, host `nodeK` under workdir/nodeK, the K-th starting the story at its
+    (K mod 3)-th config: a fleet mid-campaign, its hosts on different configs."""
+    worlds = {}
+    for index in range(count):
+        name = f"node{index + 1}"
+        worlds[name] = start_demo_world(workdir / name, speed=speed, story=STORY[index % (len(STORY) - 1):])
+    return worlds
+
+
+def stall_later(world: DemoWorld, after_s: float) -> None:
+    """The fleet's stalled host: its client freezes `after_s` seconds in, and stays so."""
+    timer = threading.Timer(after_s, world.stall_client)
+    timer.daemon = True
+    timer.start()
 
 
 def announce_store(workdir: Path) -> None:
@@ -135,8 +171,17 @@ def run(args: argparse.Namespace) -> int:
         raise KvwatchError(f"--speed must be positive, got {args.speed}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kvwatch-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    world = start_demo_world(workdir, speed=args.speed)
-    use_simulated_gpus(world)
+    if not 1 <= args.hosts <= MAX_HOSTS:
+        raise KvwatchError(f"--hosts must be between 1 and {MAX_HOSTS}, got {args.hosts}")
+    if args.hosts == 1:
+        worlds = {DEMO_HOST: start_demo_world(workdir, speed=args.speed)}
+        config = demo_config(worlds[DEMO_HOST], workdir, args.host, args.port)
+    else:
+        worlds = fleet_worlds(workdir, args.hosts, args.speed)
+        config = fleet_config(worlds, workdir, args.host, args.port)
+        if args.hosts >= STALLED_FROM:
+            stall_later(list(worlds.values())[-1], STALL_AFTER_S / args.speed)
+    use_simulated_gpus(next(iter(worlds.values())))
     announce_store(workdir)
     if not args.no_browser:
         threading.Timer(1.5, webbrowser.open, (f"http://{args.host}:{args.port}/",)).start()
@@ -145,12 +190,12 @@ def run(args: argparse.Namespace) -> int:
     # simulated servers running. Raised as KeyboardInterrupt, both end the demo the same way, cleaned up.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        serve(demo_config(world, workdir, args.host, args.port), args.host, args.port,
-              after_start=lambda services: wire(world, services))
+        serve(config, args.host, args.port, after_start=lambda services: wire(worlds, services))
     except KeyboardInterrupt:
         pass  # the person's Ctrl-C (or a SIGTERM): the demo's normal end
     finally:
-        world.stop()
+        for world in worlds.values():
+            world.stop()
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from kvwatch.app.commands.common import DEMO_HOST
 from kvwatch.app.commands.demo import demo_config, story_notice, wire
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
@@ -29,7 +30,7 @@ def demo(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> Ite
     services = build_services(demo_config(world, tmp_path))
     try:
         url = serve_app(create_app(services)).url
-        wire(world, services)  # as `kvwatch demo` does once it serves
+        wire({DEMO_HOST: world}, services)  # as `kvwatch demo` does once it serves
         yield url
     finally:
         controller = services.controllers.get("demo")
