@@ -3,11 +3,11 @@
 // click on a row opens that host's charts below. Everything from the server is set as text.
 import { fetchFleet } from "./api.js";
 import { el } from "./dom.js";
-import { formatAge } from "./status.js";
+import { formatAge, formatDuration } from "./status.js";
 
 const number = (v, digits = 0) => (v === null || v === undefined ? "–" : v.toLocaleString("en-US", {
   maximumFractionDigits: digits, minimumFractionDigits: digits }));
-const eta = (s) => (s === null || s === undefined ? "–" : s === 0 ? "done" : formatAge(s));
+const eta = (s) => (s === null || s === undefined ? "–" : s === 0 ? "done" : formatDuration(s));
 
 const COLUMNS = [
   ["host", (r) => r.host],
@@ -32,7 +32,7 @@ function differenceText(diff) {
 
 function freshness(sources) {
   const ages = Object.values(sources || {}).filter((a) => a !== null && a !== undefined);
-  return ages.length ? `${formatAge(Math.min(...ages))} ago` : "–";
+  return ages.length ? formatAge(Math.min(...ages)) : "–";
 }
 
 function totalsText(t) {

@@ -28,7 +28,8 @@ TOP = "document.querySelector('[data-testid=fleet-row]')?.dataset.host"
 @pytest.fixture
 def fleet(tmp_path: Path, serve_app: Any) -> Iterator[tuple[str, Services]]:
     """32 hosts whose samples the test commits itself (no collector), alerting every 0.2 s."""
-    hosts = tuple(HostConfig(name=name, ssh="local", server_log=str(tmp_path / "none.log")) for name in HOSTS)
+    hosts = tuple(HostConfig(name=name, ssh="local", server_log=str(tmp_path / "none.log"),
+                             target_completions=5000 if name == "node01" else None) for name in HOSTS)
     services = Services(Config(server=ServerConfig(data_dir=str(tmp_path)), hosts=hosts),
                         SqliteStore(str(tmp_path / "kvwatch.db")))
     now = time.time()
@@ -37,6 +38,8 @@ def fleet(tmp_path: Path, serve_app: Any) -> Iterator[tuple[str, Services]]:
         samples = [Sample(metric, "", now - 300 + i, value) for i in range(0, 300, 5)
                    for metric, value in (("gen_throughput", 800.0 + index), ("running_req", 40.0),
                                          ("queue_req", 0.0), *usage)]
+        if name == "node01":  # 1 completion a second: 4,700 to go
+            samples += [Sample("completions", "", now - 300 + i, 1.0 + i) for i in range(300)]
         services.store.commit(Batch(name, "server_log", "/l", samples=samples))
     server = serve_app(create_app(services, manage_collectors=False))
     services.alerts = start_alerting(services, interval=0.2)
@@ -52,7 +55,10 @@ def test_a_host_whose_alert_fires_moves_to_the_top_and_a_click_opens_it(
     page.wait_for_function("document.querySelectorAll('[data-testid=fleet-row]').length === 32", timeout=15_000)
     assert page.evaluate(TOP) == "node00"
     totals = page.locator("[data-testid=fleet-totals]").inner_text()
-    assert totals.startswith("32 hosts · " + f"{sum(800 + i for i in range(32)):,} tok/s"), totals
+    tokens = sum(800 + i for i in range(32))
+    assert totals == f"32 hosts · {tokens:,} tok/s · 300 of 5,000 done · job ETA 1 h 18 min", totals
+    cells = page.locator("[data-testid=fleet-row][data-host=node01] td").all_inner_texts()
+    assert cells[6:8] == ["300 / 5,000", "1 h 18 min"], cells  # 4,700 at 1 a second
     page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)
     now = time.time()
     usage = [Sample("token_usage", "", now - 290 + 5 * i, 0.97) for i in range(57)]  # in the run, for 280 s
