@@ -60,6 +60,7 @@ class HostConfig:
     gpu: bool = False
     tables: dict[str, Any] = field(default_factory=dict)
     timezone: str | None = None  # IANA zone of the host's naive log stamps; None = detected
+    group: str | None = None  # the job the host's run belongs to: the fleet view totals by group
 
     @property
     def is_local(self) -> bool:
@@ -188,6 +189,7 @@ class HostTable(Table):
     metrics_port: OptInt = None
     gpu: Annotated[bool, _typed(bool)] = False
     timezone: Annotated[str | None, _typed(str), AfterValidator(_zone)] = None
+    group: OptStr = None
     presets: Any = None
     vetoes: Any = None
     alerts: Any = None

@@ -11,6 +11,7 @@ const eta = (s) => (s === null || s === undefined ? "–" : s === 0 ? "done" : f
 
 const COLUMNS = [
   ["host", (r) => r.host],
+  ["group", (r) => r.group || "–"],
   ["needs", (r) => r.attention_reason || "–"],
   ["tok/s", (r) => number(r.gen_throughput)],
   ["KV usage", (r) => number(r.token_usage, 2)],
@@ -63,12 +64,13 @@ export function createFleetView(section, { onPick }) {
   function render(answer) {
     last = answer;
     const wanted = filter.value.trim().toLowerCase();
-    const shown = answer.hosts.filter((r) => !wanted || [r.host, r.attention_reason, r.verdict_label, r.run?.id]
+    const shown = answer.hosts.filter((r) => !wanted || [r.host, r.group, r.attention_reason, r.verdict_label, r.run?.id]
       .some((text) => (text || "").toLowerCase().includes(wanted)));
     body.replaceChildren(...shown.map((r) => el("tr", {
       "data-host": r.host, "data-attention": r.attention, "data-testid": "fleet-row", tabindex: "0",
       class: `attention-${r.attention}` }, ...COLUMNS.map(([, cell]) => el("td", {}, cell(r))))));
-    totals.textContent = totalsText(answer.totals);
+    const groups = Object.entries(answer.groups || {}).map(([name, t]) => `${name}: ${totalsText(t)}`);
+    totals.textContent = [totalsText(answer.totals), ...groups].join("  |  ");
   }
 
   async function refresh() {

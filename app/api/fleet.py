@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.api.fleet_rows import VerdictCache, fleet_rows
 from kvwatch.app.fleet.attention import ordered
-from kvwatch.app.fleet.totals import common_flags, flag_difference, job_totals
+from kvwatch.app.fleet.totals import common_flags, flag_difference, group_totals, job_totals
 
 router = APIRouter(tags=["fleet"])
 _VERDICTS = VerdictCache()
@@ -22,9 +22,11 @@ def get_fleet(services: ServicesDep) -> dict[str, Any]:
     source's `sources` last-line age in seconds, `attention` rank and `attention_reason`), ordered:
     firing alerts, then trouble (stalled, degraded, retracting, collector failing), then KV-bound,
     then the rest, each in configured order. `totals`: summed tok/s and completions, the job's ETA at
-    the summed pace. `common_flags`: the config most runs have."""
+    the summed pace; `groups`: the same per configured `group` (a job). `common_flags`: the config
+    most runs have."""
     rows = fleet_rows(services, _VERDICTS)
     common = common_flags(rows)
     for row in rows:
         row["config_diff"] = flag_difference(row["flags"], common)
-    return {"hosts": ordered(rows), "totals": job_totals(rows), "common_flags": common}
+    return {"hosts": ordered(rows), "totals": job_totals(rows), "groups": group_totals(rows),
+            "common_flags": common}

@@ -48,6 +48,7 @@ def host_row(services: Services, host: HostConfig, verdicts: VerdictCache, now: 
     verdict = verdicts.verdict(services, host, run["id"] if run else None, now)
     return {
         "host": host.name,
+        "group": host.group,
         "collector_state": health.get("state"),
         "run": None if run is None else {"id": run["id"], "state": run["state"], "started_at": run["started_at"]},
         "flags": None if run is None else run["defining_flags"],

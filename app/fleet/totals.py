@@ -56,3 +56,12 @@ def flag_difference(flags: dict[str, Any] | None, common: dict[str, Any]) -> dic
     out: dict[str, Any] = {k: v for k, v in flags.items() if common.get(k, object()) != v}
     out.update({k: None for k in common if k not in flags})
     return out
+
+
+def group_totals(rows: list[Row]) -> dict[str, dict[str, Any]]:
+    """job_totals per `group` (the hosts configured with one), in the order groups first appear."""
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        if row.get("group"):
+            groups.setdefault(row["group"], []).append(row)
+    return {name: job_totals(members) for name, members in groups.items()}

@@ -4,11 +4,15 @@ status answers, and rows name each run's difference from the fleet's common conf
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 
 from kvwatch.app.alerts import start_alerting
+from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.main import create_app
 from kvwatch.app.services import Services
+from kvwatch.app.store import open_store
 from kvwatch.app.store.base import Batch, EventRow, Sample
 
 
@@ -59,3 +63,26 @@ def test_a_host_with_a_firing_alert_comes_first(services: Services, client: Test
     finally:
         services.stop()
     assert first["host"] == "gpu2" and first["attention_reason"] == "firing: token_usage_high", first
+
+
+def test_groups_total_their_own_hosts(tmp_path: Path) -> None:
+    hosts = tuple(HostConfig(name=name, ssh="local", server_log=str(tmp_path / "l.log"), group=group,
+                             target_completions=1000)
+                  for name, group in (("a1", "job-a"), ("b1", "job-b"), ("a2", "job-a"), ("solo", None)))
+    services = Services(Config(server=ServerConfig(data_dir=str(tmp_path)), hosts=hosts),
+                        open_store(str(tmp_path / "kvwatch.db")))
+    start = time.time() - 60
+    for index, host in enumerate(hosts):
+        fill(services, host.name, start, 100.0 * (index + 1), 100 * (index + 1), 0.85)
+    with TestClient(create_app(services, manage_collectors=False)) as client:
+        fleet = client.get("/api/fleet").json()
+    services.store.close()
+    rows = {r["host"]: r for r in fleet["hosts"]}
+    assert [r["group"] for r in fleet["hosts"]] == ["job-a", "job-b", "job-a", None]
+    assert list(fleet["groups"]) == ["job-a", "job-b"]
+    job_a = fleet["groups"]["job-a"]
+    assert job_a["hosts"] == 2
+    assert job_a["gen_throughput"] == rows["a1"]["gen_throughput"] + rows["a2"]["gen_throughput"]
+    assert job_a["completions"] == rows["a1"]["completions"] + rows["a2"]["completions"] == 400.0
+    assert fleet["groups"]["job-b"]["completions"] == 200.0
+    assert fleet["totals"]["completions"] == 1000.0
