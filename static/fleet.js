@@ -9,12 +9,40 @@ const number = (v, digits = 0) => (v === null || v === undefined ? "–" : v.toL
   maximumFractionDigits: digits, minimumFractionDigits: digits }));
 const eta = (s) => (s === null || s === undefined ? "–" : s === 0 ? "done" : formatDuration(s));
 
+// A row's last 15 minutes as a line (bucket means from /api/fleet's `spark`; a gap stays a gap).
+const SVG = "http://www.w3.org/2000/svg";
+function sparkline(values, top, label) {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("class", "spark");
+  svg.setAttribute("viewBox", "0 0 60 16");
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", label);
+  const high = top ?? Math.max(1e-9, ...(values || []).filter((v) => v !== null));
+  let run = [];
+  const flush = () => {
+    if (run.length > 1) {
+      const line = document.createElementNS(SVG, "polyline");
+      line.setAttribute("points", run.join(" "));
+      svg.append(line);
+    }
+    run = [];
+  };
+  (values || []).forEach((v, i, all) => {
+    if (v === null) { flush(); return; }
+    run.push(`${(60 * i) / Math.max(1, all.length - 1)},${(15 - (14 * Math.min(v, high)) / high).toFixed(1)}`);
+  });
+  flush();
+  return svg;
+}
+
 const COLUMNS = [
   ["host", (r) => r.host],
   ["group", (r) => r.group || "–"],
   ["needs", (r) => r.attention_reason || "–"],
   ["tok/s", (r) => number(r.gen_throughput)],
+  ["15 min", (r) => sparkline(r.spark?.gen_throughput, null, `${r.host} tok/s, last 15 minutes`)],
   ["KV usage", (r) => number(r.token_usage, 2)],
+  ["15 min", (r) => sparkline(r.spark?.token_usage, 1, `${r.host} KV usage, last 15 minutes`)],
   ["running", (r) => number(r.running_req)],
   ["queue", (r) => number(r.queue_req)],
   ["done", (r) => (r.target_completions ? `${number(r.completions)} / ${number(r.target_completions)}` : number(r.completions))],

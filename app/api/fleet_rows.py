@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kvwatch.app.api.host_status import host_health, host_status
@@ -11,6 +12,7 @@ from kvwatch.app.config import HostConfig
 from kvwatch.app.diagnosis import diagnose_host
 from kvwatch.app.diagnosis.sentence import LABELS
 from kvwatch.app.errors import KvwatchError
+from kvwatch.app.fleet.sparks import SPARK_WINDOW_S, bucket_means
 from kvwatch.app.services import Services
 
 # A verdict reads the run's recent window: kept this long per host, so a fleet answer each second
@@ -20,25 +22,55 @@ NOW_FIELDS = ("gen_throughput", "token_usage", "running_req", "queue_req", "comp
               "completion_pace", "eta_s", "target_completions", "gen_throughput_mean", "mean_window_s", "as_of")
 
 
-class VerdictCache:
-    def __init__(self) -> None:
+SPARK_TTL_S = 5.0
+SPARK_METRICS = ("gen_throughput", "token_usage")
+
+
+class Kept:
+    """Per host, the last answer of something costly and when it was made; asked again after `ttl` or
+    when its `key` changes (a new run is diagnosed at once, not after its predecessor's TTL)."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
         self._lock = threading.Lock()
-        self._kept: dict[tuple[str, str | None], tuple[float, str | None]] = {}
+        self._kept: dict[str, tuple[object, float, Any]] = {}
+
+    def get(self, host: str, key: object, now: float, make: Callable[[], Any]) -> Any:
+        with self._lock:
+            kept = self._kept.get(host)
+        if kept is not None and kept[0] == key and now - kept[1] < self.ttl:
+            return kept[2]
+        value = make()
+        with self._lock:
+            self._kept[host] = (key, now, value)
+        return value
+
+
+class VerdictCache:
+    """What the fleet keeps between answers: each host's verdict and sparklines."""
+
+    def __init__(self) -> None:
+        self.verdicts = Kept(VERDICT_TTL_S)
+        self.sparks = Kept(SPARK_TTL_S)
 
     def verdict(self, services: Services, host: HostConfig, run_id: str | None, now: float) -> str | None:
-        key = (host.name, run_id)  # a new run is asked at once, not after its predecessor's TTL
-        with self._lock:
-            kept = self._kept.get(key)
-        if kept is not None and now - kept[0] < VERDICT_TTL_S:
-            return kept[1]
-        try:
-            verdict: str | None = diagnose_host(services.store, host, now=now).verdict
-        except KvwatchError:  # one host's unreadable window never hides the fleet
-            verdict = None
-        with self._lock:
-            self._kept = {k: v for k, v in self._kept.items() if k[0] != host.name}
-            self._kept[key] = (now, verdict)
+        def diagnosed() -> str | None:
+            try:
+                return diagnose_host(services.store, host, now=now).verdict
+            except KvwatchError:  # one host's unreadable window never hides the fleet
+                return None
+
+        verdict: str | None = self.verdicts.get(host.name, run_id, now, diagnosed)
         return verdict
+
+    def spark(self, services: Services, host: str, now: float) -> dict[str, list[float | None]]:
+        def read() -> dict[str, list[float | None]]:
+            since = now - SPARK_WINDOW_S
+            return {metric: bucket_means(*services.store.series(host, metric, since=since), end=now)
+                    for metric in SPARK_METRICS}
+
+        sparks: dict[str, list[float | None]] = self.sparks.get(host, None, now, read)
+        return sparks
 
 
 def host_row(services: Services, host: HostConfig, verdicts: VerdictCache, now: float) -> dict[str, Any]:
@@ -56,6 +88,7 @@ def host_row(services: Services, host: HostConfig, verdicts: VerdictCache, now: 
         "alerts": [{"rule": a["rule"], "state": a["state"], "headline": a.get("headline")} for a in status["alerts"]],
         "verdict": verdict,
         "verdict_label": LABELS.get(verdict or "", verdict),
+        "spark": verdicts.spark(services, host.name, now),
         "sources": {name: source.get("last_line_age_s") for name, source in (health.get("sources") or {}).items()},
     }
 

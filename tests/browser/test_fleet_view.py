@@ -58,7 +58,12 @@ def test_a_host_whose_alert_fires_moves_to_the_top_and_a_click_opens_it(
     tokens = sum(800 + i for i in range(32))
     assert totals == f"32 hosts · {tokens:,} tok/s · 300 of 5,000 done · job ETA 1 h 18 min", totals
     cells = page.locator("[data-testid=fleet-row][data-host=node01] td").all_inner_texts()
-    assert cells[7:9] == ["300 / 5,000", "1 h 18 min"], cells  # 4,700 at 1 a second
+    assert cells[9:11] == ["300 / 5,000", "1 h 18 min"], cells  # 4,700 at 1 a second
+    # each row's sparklines: the last 15 minutes' tok/s and usage, drawn where there were samples
+    lines = page.locator("[data-testid=fleet-row][data-host=node01] svg.spark polyline")
+    assert lines.count() == 2
+    usage_points = lines.nth(1).get_attribute("points").split()
+    assert all(point.endswith(",6.6") for point in usage_points), usage_points  # 0.6 of 14 px under a 1.0 top
     page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)
     now = time.time()
     usage = [Sample("token_usage", "", now - 290 + 5 * i, 0.97) for i in range(57)]  # in the run, for 280 s

@@ -53,3 +53,14 @@ def test_the_common_config_is_what_most_runs_have_and_each_difference_is_named()
                                             "enable-hierarchical-cache": None}
     assert flag_difference(None, common) == {}
     assert common_flags([row("x")]) == {}
+
+
+def test_sparks_are_bucket_means_with_gaps_left_empty() -> None:
+    import numpy as np
+
+    from kvwatch.app.fleet.sparks import bucket_means
+
+    t = np.array([1.0, 2.0, 3.0, 9.0, 10.0])
+    v = np.array([10.0, 20.0, 30.0, 5.0, 7.0])
+    assert bucket_means(t, v, end=10.0, window=10.0, points=5) == [15.0, 30.0, None, None, 6.0]  # (0,2], (2,4], ...]
+    assert bucket_means(t, v, end=20.0, window=5.0, points=2) == [None, None]
