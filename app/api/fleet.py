@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from fastapi import APIRouter
 
@@ -10,9 +11,10 @@ from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.api.fleet_rows import VerdictCache, fleet_rows
 from kvwatch.app.fleet.attention import ordered
 from kvwatch.app.fleet.totals import common_flags, flag_difference, group_totals, job_totals
+from kvwatch.app.services import Services
 
 router = APIRouter(tags=["fleet"])
-_VERDICTS = VerdictCache()
+_KEPT: WeakKeyDictionary[Services, VerdictCache] = WeakKeyDictionary()  # per app: tests run many in one process
 
 
 @router.get("/api/fleet")
@@ -24,7 +26,12 @@ def get_fleet(services: ServicesDep) -> dict[str, Any]:
     then the rest, each in configured order. `totals`: summed tok/s and completions, the job's ETA at
     the summed pace; `groups`: the same per configured `group` (a job). `common_flags`: the config
     most runs have."""
-    rows = fleet_rows(services, _VERDICTS)
+    return fleet_answer(services)
+
+
+def fleet_answer(services: Services) -> dict[str, Any]:
+    kept = _KEPT.setdefault(services, VerdictCache())
+    rows = fleet_rows(services, kept)
     common = common_flags(rows)
     for row in rows:
         row["config_diff"] = flag_difference(row["flags"], common)
