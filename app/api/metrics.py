@@ -127,7 +127,8 @@ class KvwatchCollector(Collector):
             reconnects.add_metric([host.name], float(health.get("reconnects", 0)))
             for source, item in health["sources"].items():
                 for key, family in counters.items():
-                    family.add_metric([host.name, source], float(item.get(key, 0)))  # older stored health lacks newer counters
+                    # .get: a health stored by an older collector lacks newer counters
+                    family.add_metric([host.name, source], float(item.get(key, 0)))
                 if item.get("last_line_age_s") is not None:
                     age.add_metric([host.name, source], float(item["last_line_age_s"]))
         yield from (up, reconnects, *counters.values(), age)

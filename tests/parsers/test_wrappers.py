@@ -8,7 +8,6 @@ import pytest
 from kvwatch.app.metrics_catalog import CATALOG
 from kvwatch.parsers import create_parser
 from kvwatch.parsers.header import parse_header
-from kvwatch.parsers.values import field_key
 
 VLLM = (
     "INFO 07-02 08:34:{s:02d} [loggers.py:273] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
@@ -75,10 +74,14 @@ def test_ten_thousand_made_up_keys_are_counted_and_never_fields(source: str) -> 
     ],
 )
 def test_field_key_accepts_only_a_field_names_shape(key: str, name: str) -> None:
+    from kvwatch.parsers.values import field_key  # here: the module's other tests also run against older parsers
+
     assert field_key(key) == name
 
 
 def test_every_catalog_metric_has_a_field_names_shape() -> None:
+    from kvwatch.parsers.values import field_key
+
     for metric in CATALOG:
         assert field_key(metric) == metric, metric
 
@@ -89,9 +92,9 @@ def test_every_catalog_metric_has_a_field_names_shape() -> None:
         # a wrapper's stamp is not the line's when the engine's line has one
         ("2025-05-30 09:55:29.284 | INFO 05-30 07:55:29 [loggers.py:116] Engine 000: x", "05-30T07:55:29",
          "Engine 000: x"),
-        ("Apr 05 18:07:38 h bash[59857]: [2026-04-05 18:07:38 DP1 TP1] Decode", "2026-04-05T18:07:38", "Decode"),
+        ("Apr 05 18:07:38 h bash[5]: [2026-04-05 18:07:38 DP1 TP1] Decode", "2026-04-05T18:07:38", "Decode"),
         # a stamp inside quoted text is another message's, not a header behind a wrapper
-        ("Receive: obj='[2026-04-05 18:07:38] Decode batch'", None, "Receive: obj='[2026-04-05 18:07:38] Decode batch'"),
+        ("Receive: obj='[2026-04-05 18:07:38] Decode'", None, "Receive: obj='[2026-04-05 18:07:38] Decode'"),
         # a docker stamp in front of a compose prefix: the wrapper's stamp stays the time without the engine's
         ("2026-05-12T08:01:39.331Z vllm-1  | (APIServer pid=1) INFO:     Started", "2026-05-12T08:01:39.331",
          "vllm-1  | (APIServer pid=1) INFO:     Started"),
