@@ -108,6 +108,9 @@ class HostHealth:
     sources: dict[str, SourceHealth] = field(default_factory=dict)
     clock: dict[str, Any] = field(default_factory=dict)  # utc_offset_s, timezone, clock_skew_s (host_clock.py)
     recovered_from: dict[str, Any] | None = None  # the error last cleared by a recovery, and when
+    # Samples of new series the app refused once the host had its cap of distinct series
+    # (app/pipeline/bounds.py, max_series): the `series_cap` alert reads it.
+    series_refused: int = 0
 
     def set_state(self, state: HostState, error: str | None = None) -> None:
         if state != self.state:
