@@ -4,6 +4,8 @@ counted, never a field (parsers/wrappers.py, parsers/joins.py, parsers/values.fi
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvwatch.app.metrics_catalog import CATALOG
 from kvwatch.parsers import create_parser
@@ -115,3 +117,32 @@ def test_a_joined_line_gives_both_records_and_capacity_is_read_where_it_stands()
     # a process prefix inside a message is not a second line
     crash = "[2026-03-01 10:00:03] Subprocess scheduler_0 (pid=1234) crashed with exit code -6."
     assert [r["ts"] for r in parser.feed(3, crash)] == ["2026-03-01T10:00:03"]
+
+
+PLAIN = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ _|>:-`"
+RESERVED = {"kind", "line", "ts", "tz", "tags", "engine", "engines"}
+
+
+def is_field_name(name: str) -> bool:
+    """What a series may be named: a name field_key gives (lowercase words, no digits-only word)."""
+    words = name.split("_")
+    return name.isascii() and name[:1].isalpha() and name == name.lower() and all(
+        word and (word.isalnum() and not word.isdigit()) for word in words)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None)
+@given(wrapper=st.text(PLAIN, max_size=40), n=st.integers(0, 59), source=st.sampled_from(["vllm", "sglang"]))
+def test_any_plain_wrapper_gives_the_bare_lines_record(wrapper: str, n: int, source: str) -> None:
+    line = (VLLM if source == "vllm" else SGLANG).format(s=n)
+    bare = create_parser(source).feed(1, line)
+    assert create_parser(source).feed(1, wrapper + line) == bare
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None)
+@given(wrapper=st.text(max_size=60), tail=st.text(max_size=30), source=st.sampled_from(["vllm", "sglang"]))
+def test_whatever_wraps_a_line_no_record_has_a_field_outside_a_field_names_shape(
+    wrapper: str, tail: str, source: str
+) -> None:
+    line = (VLLM if source == "vllm" else SGLANG).format(s=1)
+    for record in create_parser(source).feed(1, wrapper + line + tail):
+        assert all(is_field_name(key) for key in record.keys() - RESERVED), record
