@@ -152,13 +152,13 @@ class VllmParser(TracebackMixin):
 
     def _feed(self, line_no: int, text: str) -> list[Record]:
         text = close_backticks(strip_repeats(strip_ansi(text)))
-        parts = split_joined(text)
-        if len(parts) == 1:
-            return self._one(line_no, text)
-        return [record for part in parts for record in self._one(line_no, part)]  # lines pasted into one
-
-    def _one(self, line_no: int, text: str) -> list[Record]:
         header = parse_header(text)
+        parts = split_joined(text, len(text) - len(header.message))
+        if len(parts) == 1:
+            return self._one(line_no, text, header)
+        return [record for part in parts for record in self._one(line_no, part, parse_header(part))]  # pasted
+
+    def _one(self, line_no: int, text: str, header: Header) -> list[Record]:
         done, consumed = self._through_block(header.message, header.found and not header.shipped_only)
         if consumed:
             return done
