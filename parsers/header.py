@@ -47,6 +47,7 @@ _TAG_CACHE: dict[str, dict[str, int]] = {}
 # A logging layout's message that starts like this is a wrapper's end (`2025-05-30 09:55:29.284 | INFO
 # 05-30 07:55:29 [loggers.py:116] ...`): the engine's header may follow.
 _WRAPPER_ENDS = frozenset("|>`")
+_UVICORN = ("INFO:  ", "WARNING:  ", "ERROR:  ")
 
 
 class Header(NamedTuple):
@@ -94,6 +95,8 @@ def parse_header(text: str) -> Header:
     header = _parse(text)
     if header.found and not header.shipped_only and header.message[:1] not in _WRAPPER_ENDS:
         return header  # the engine's header first on the line: almost every line
+    if not header.found and header.message.startswith(_UVICORN):
+        return header  # uvicorn's own lines (access, startup) carry no engine header to look for
     inner_text = unwrap(header.message, 0 if header.found else 1)
     if inner_text is None:
         return header
