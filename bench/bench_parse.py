@@ -1,6 +1,6 @@
 """Benchmark: `kvwatch parse --format parquet` next to SGLang's own log parser, on one generated log.
 
-    python bench/bench_parse.py [--lines 1000000] [--repeat 2]
+    python bench/bench_parse.py [--lines 1000000] [--repeat 2] [--baseline DIR]
 
 The log is SGLang 0.5.5-0.5.8 shaped (the only decode format upstream's parser reads): decode,
 prefill and uvicorn access lines, 2:1:1. Upstream's parser is `sglang/srt/debug_utils/log_parser.py`
@@ -9,6 +9,8 @@ from the released wheel, fetched with `pip download --no-deps sglang==0.5.23` in
 with polars. It needs polars: `pip install -e '.[bench]'`. Each tool runs in its own process, one after
 the other, `--repeat` times; wall time, CPU time (user+sys) and peak RSS come from that process.
 kvwatch's peak RSS is also measured on a quarter of the log, to show memory does not grow with size.
+`--baseline DIR`: another revision's checkout (e.g. `git archive main | tar -x -C DIR`) runs as a fourth
+tool in the same rounds, imported through PYTHONPATH, so a change is measured against it side by side.
 """
 
 from __future__ import annotations
@@ -98,9 +100,10 @@ def fetch_upstream_parser() -> Path:
     return target.parent
 
 
-def measure(command: list[str]) -> Run:
+def measure(command: list[str], env: dict[str, str] | None = None) -> Run:
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     out = (process.stdout.read() if process.stdout else "") + (process.stderr.read() if process.stderr else "")
@@ -113,10 +116,24 @@ def kvwatch(log: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "kvwatch.app", "parse", "--format", "parquet", "-o", str(out), str(log)]
 
 
+def baseline_env(checkout: Path) -> dict[str, str]:
+    """An environment importing `kvwatch` from another checkout: its top folders linked under one
+    `kvwatch` namespace folder (the layout pyproject.toml's package-dir maps), put first on the path."""
+    root = SCRATCH / "baseline-root" / "kvwatch"
+    root.mkdir(parents=True, exist_ok=True)
+    for folder in ("app", "collectors", "parsers", "simulator", "static"):
+        link = root / folder
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(checkout.resolve() / folder)
+    return {**os.environ, "PYTHONPATH": str(root.parent)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--baseline", type=Path, help="another revision's checkout, measured in the same rounds")
     args = parser.parse_args()
     try:
         import polars  # noqa: F401  (the upstream parser imports it; fail early and clearly)
@@ -131,7 +148,12 @@ def main() -> int:
             generate(path, size)
     (SCRATCH / "run_parse_only.py").write_text(PARSE_ONLY)
     runs: dict[str, list[Run]] = {"sglang": [], "kvwatch": [], "kvwatch parse code only": []}
+    env = baseline_env(args.baseline) if args.baseline else None
+    if env is not None:
+        runs["kvwatch baseline"] = []
     for _ in range(args.repeat):
+        if env is not None:
+            runs["kvwatch baseline"].append(measure(kvwatch(log, SCRATCH / "kv-base.parquet"), env))
         upstream_cmd = [sys.executable, str(SCRATCH / "run_upstream.py"), str(log), str(SCRATCH / "up.parquet")]
         runs["sglang"].append(measure([*upstream_cmd, str(upstream)]))
         runs["kvwatch"].append(measure(kvwatch(log, SCRATCH / "kv.parquet")))
@@ -158,7 +180,7 @@ def report(args: argparse.Namespace, log: Path, runs: dict[str, list[Run]], smal
             f"{max(r.peak_mib for r in runs[tool]):.0f} | {last} |"
         )
     print(f"| kvwatch, {args.lines // 4} lines | {small.wall:.2f} | {small.cpu:.2f} | {small.peak_mib:.0f} | |")
-    for tool in ("kvwatch", "kvwatch parse code only"):
+    for tool in [name for name in runs if name != "sglang"]:
         wall = median("sglang", "wall") / median(tool, "wall")
         cpu = median("sglang", "cpu") / median(tool, "cpu")
         print(f"ratio sglang / {tool}: wall {wall:.2f}x, CPU {cpu:.2f}x")

@@ -32,6 +32,7 @@ class SourceHealth:
     lines: int = 0
     records: int = 0
     unparsed: int = 0
+    unknown_keys: int = 0  # `key: value` parts read as no field (parsers.values.field_key): never a series
     truncated_lines: int = 0  # longer than the line limit: text cut, offsets exact
     replaced_lines: int = 0  # invalid UTF-8 replaced
     rotations: int = 0
@@ -61,11 +62,12 @@ class SourceHealth:
     eta_s: float | None = None
     _since: tuple[float, int, int] | None = None  # (time, offset, lines) when this catch-up began
 
-    def saw(self, lines: int, nbytes: int, records: int, unparsed: int) -> None:
+    def saw(self, lines: int, nbytes: int, records: int, unparsed: int, unknown_keys: int = 0) -> None:
         self.lines += lines
         self.bytes += nbytes
         self.records += records
         self.unparsed += unparsed
+        self.unknown_keys += unknown_keys
         if lines:
             self.last_line_at = time.time()
 
@@ -106,6 +108,9 @@ class HostHealth:
     sources: dict[str, SourceHealth] = field(default_factory=dict)
     clock: dict[str, Any] = field(default_factory=dict)  # utc_offset_s, timezone, clock_skew_s (host_clock.py)
     recovered_from: dict[str, Any] | None = None  # the error last cleared by a recovery, and when
+    # Samples of new series the app refused once the host had its cap of distinct series
+    # (app/pipeline/bounds.py, max_series): the `series_cap` alert reads it.
+    series_refused: int = 0
 
     def set_state(self, state: HostState, error: str | None = None) -> None:
         if state != self.state:

@@ -32,7 +32,7 @@ from kvwatch.collectors.lines import LineSplitter
 from kvwatch.collectors.metrics import scrape
 from kvwatch.collectors.periodic import Periodic
 from kvwatch.collectors.quarantine import Quarantine
-from kvwatch.collectors.sinks import ClockSink, ClockStepSuspected, Sink
+from kvwatch.collectors.sinks import ClockSink, ClockStepSuspected, Delivered, Sink
 from kvwatch.collectors.tail import UNKNOWN, Tail, Unknown
 from kvwatch.collectors.tail_state import TailState
 from kvwatch.collectors.watch import Watch
@@ -269,8 +269,8 @@ class HostFollower:
         self.health.recovered("store: ")
         refresh_report(self.sink, self.health, key[0], key[1])
         health = self.health.source(key[0], key[1])
-        records, unparsed = delivered or (0, 0)
-        health.saw(len(lines), tail.stats.bytes_read - bytes_before, records, unparsed)
+        got = delivered or Delivered(0, 0)
+        health.saw(len(lines), tail.stats.bytes_read - bytes_before, got.records, got.unparsed, got.unknown_keys)
         if tail.state is not None:
             health.progress(tail.state.offset, tail.size_seen)
         health.add_counts({k: v - counters[k] for k, v in tail_counters(tail.stats).items()})
@@ -290,8 +290,8 @@ class HostFollower:
             log.error("%s: storing %s failed: %s", self.name, kind, exc)
             return
         self.health.recovered("store: ")
-        records, unparsed = delivered or (0, 0)
-        self.health.source(kind, path).saw(len(lines), sum(len(ln.text) + 1 for ln in lines), records, unparsed)
+        got = delivered or Delivered(0, 0)
+        self.health.source(kind, path).saw(len(lines), sum(len(ln.text) + 1 for ln in lines), got.records, got.unparsed)
 
     def _scrape(self, transport: Transport, port: int) -> None:
         path = f"127.0.0.1:{port}/metrics"

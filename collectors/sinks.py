@@ -15,6 +15,7 @@ class Delivered(NamedTuple):
 
     records: int
     unparsed: int
+    unknown_keys: int = 0  # `key: value` parts whose key was no field name (never a series)
 
 
 class ClockStepSuspected(Exception):

@@ -28,6 +28,7 @@ class ParseHealth:
     unparsed: int = 0  # lines that are not this source's format, or whose values could not be read
     access: int = 0  # HTTP access lines: recognised and counted, never records
     ignored: int = 0  # well-formed log lines with nothing to record (startup chatter, INFO lines)
+    unknown_keys: int = 0  # `key: value` parts whose key is no field name (parsers.values.field_key)
     # The first unparsed line (cut to SAMPLE_CHARS) and its number: what to look at when `unparsed`
     # grows. Not in as_dict(), which stays the counts.
     sample: str | None = None
@@ -44,6 +45,7 @@ class ParseHealth:
             "unparsed": self.unparsed,
             "access": self.access,
             "ignored": self.ignored,
+            "unknown_keys": self.unknown_keys,
         }
 
 

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from kvwatch.parsers.prefixes import peel, strip_process
 from kvwatch.parsers.timestamps import iso
+from kvwatch.parsers.wrappers import unwrap
 
 __all__ = ["Header", "parse_header", "parse_tags", "search_header", "stamp", "strip_process"]
 
@@ -43,6 +44,10 @@ _VLLM = re.compile(rf"{_LEVEL} ([0-9]{{2}}-[0-9]{{2}}) ({_CLOCK}) \[?[\w./-]+:[0
 _LOOSE = re.compile(rf"(?:([0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}) )?({_CLOCK})([^\]\[]*)\]?\s*$")
 _TAG = re.compile(r"([A-Z][A-Z_]*)([0-9]{1,6})")
 _TAG_CACHE: dict[str, dict[str, int]] = {}
+# A logging layout's message that starts like this is a wrapper's end (`2025-05-30 09:55:29.284 | INFO
+# 05-30 07:55:29 [loggers.py:116] ...`): the engine's header may follow.
+_WRAPPER_ENDS = frozenset("|>`")
+_UVICORN = ("INFO:  ", "WARNING:  ", "ERROR:  ")
 
 
 class Header(NamedTuple):
@@ -85,7 +90,25 @@ def _layout(match: re.Match[str], text: str, level: int, bracket: int, name: int
 
 
 def parse_header(text: str) -> Header:
-    """Split one line into timestamp, rank tags and message; `found` is False without a prefix."""
+    """Split one line into timestamp, rank tags and message; `found` is False without a prefix.
+    Behind a wrapper (parsers.wrappers) the engine's own header is found where it stands."""
+    header = _parse(text)
+    if header.found and not header.shipped_only and header.message[:1] not in _WRAPPER_ENDS:
+        return header  # the engine's header first on the line: almost every line
+    if not header.found and header.message.startswith(_UVICORN):
+        return header  # uvicorn's own lines (access, startup) carry no engine header to look for
+    inner_text = unwrap(header.message, 0 if header.found else 1)
+    if inner_text is None:
+        return header
+    inner = _parse(inner_text)
+    if not inner.found or inner.shipped_only:
+        return header
+    if inner.ts is None and header.ts is not None:  # a wrapper's stamp only when the engine has none
+        return inner._replace(ts=header.ts, tz=header.tz)
+    return inner
+
+
+def _parse(text: str) -> Header:
     outer_ts, outer_tz, text = peel(text)
     first = text[:1]
     if first == "[":

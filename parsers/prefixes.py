@@ -20,12 +20,15 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from kvwatch.parsers.wrappers import PROCESS_NAME
+
 _STAMP = re.compile(
     r"(?:[0-9]{10,13}\t)?([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{1,9}))?"
     r"(Z|[+-][0-9]{2}:?[0-9]{2})?[ \t]"  # one separator: a traceback's indentation behind it is kept
 )
-# One level of parentheses inside (`(Worker(rank=0) pid=7)`), written so it cannot backtrack badly.
-_PROCESS = re.compile(r"\((?:[\w.:-]+(?:\([^()]*\))? )?pid=[0-9]+[^()]*(?:\([^()]*\)[^()]*)*\) ?")
+# Parentheses inside, two levels deep (`(Worker(rank=(0, 1)) pid=7)`, a Ray actor's name), written so
+# it cannot backtrack badly.
+_PROCESS = re.compile(rf"\((?:{PROCESS_NAME} )?pid=[0-9]+[^()]*(?:\([^()]*\)[^()]*)*\) ?")
 _REPEATED = re.compile(
     r"(?:\x1b\[[0-9;]*m)? ?\[repeated [0-9]+x across cluster\](?:\x1b\[[0-9;]*m)?(?: \(Ray deduplicates[^)]*\))?\s*$"
 )

@@ -19,12 +19,14 @@ from typing import ClassVar
 from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
 from kvwatch.parsers.header import Header, parse_header, search_header, stamp
+from kvwatch.parsers.joins import split_joined
 from kvwatch.parsers.pools import add_pool_totals
 from kvwatch.parsers.prefixes import peel, strip_ansi, strip_repeats
 from kvwatch.parsers.requestlog import is_request_log
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.shapes import BatchShapes
-from kvwatch.parsers.values import field_name, field_value, split_pairs
+from kvwatch.parsers.values import field_key, field_name, field_value, split_pairs
+from kvwatch.parsers.wrappers import close_backticks, unwrap
 
 __all__ = ["SglangParser", "field_name", "field_value", "is_access_line", "parse_batch"]
 
@@ -48,8 +50,9 @@ def _batch_start(text: str) -> tuple[int, str] | None:
     return None
 
 
-def _body_fields(record: Record, body: str) -> int:
-    """Add the `key: value` pairs of `body` to `record`; how many were added."""
+def _body_fields(record: Record, body: str, health: ParseHealth | None = None) -> int:
+    """Add the `key: value` pairs of `body` to `record`; how many were added. A key that is no field
+    name (parsers.values.field_key) is counted in `health.unknown_keys`, never added."""
     added = 0
     for part in body.split(", "):
         key, found, raw = part.partition(": ")
@@ -57,16 +60,18 @@ def _body_fields(record: Record, body: str) -> int:
             continue
         name = _NAMES.get(key)
         if name is None:
-            name = field_name(key)
+            name = field_key(key)
             if len(_NAMES) < 4096:
                 _NAMES[key] = name
         if name:
             record[name] = field_value(raw)
             added += 1
+        elif health is not None:
+            health.unknown_keys += 1
     return added
 
 
-def _rest_after_marker(record: Record, rest: str) -> str:
+def _rest_after_marker(record: Record, rest: str, health: ParseHealth | None) -> str:
     """Handle `[N]` and `(mixed #running-req: N)` right after the marker; the pair list remains."""
     if rest.startswith(" [") and "]" in rest:
         close = rest.index("]")
@@ -76,7 +81,7 @@ def _rest_after_marker(record: Record, rest: str) -> str:
             rest = rest[close + 1 :]
     if rest.startswith("(") and ")" in rest:
         close = rest.index(")")
-        _body_fields(record, rest[1:close])
+        _body_fields(record, rest[1:close], health)
         rest = rest[close + 1 :]
     return rest.lstrip(".,: ").rstrip(", .\r")
 
@@ -88,8 +93,9 @@ def _inside_a_message(prefix: str) -> bool:
     return "'" in message or '"' in message or is_request_log(message)
 
 
-def parse_batch(line_no: int, text: str) -> Record | None:
-    """A `decode`/`prefill` record from one line, or None when the line is not a batch line."""
+def parse_batch(line_no: int, text: str, health: ParseHealth | None = None) -> Record | None:
+    """A `decode`/`prefill` record from one line, or None when the line is not a batch line; keys
+    that are no field name are counted in `health`."""
     start = _batch_start(text)
     if start is None:
         return None
@@ -101,32 +107,35 @@ def parse_batch(line_no: int, text: str) -> Record | None:
     stamp(record, header)
     record["tags"] = header.tags
     rest = text[index + (12 if kind == "decode" else 13) :]
-    if _body_fields(record, _rest_after_marker(record, rest)) == 0:
+    if _body_fields(record, _rest_after_marker(record, rest, health), health) == 0:
         return None
     return record
 
 
 def _own_line(text: str) -> str:
-    """The server's own `[stamp tags] ...` line inside a docker-stamped or Ray-prefixed one, so the
-    shape fast path reads those too. Its stamp is the record's `ts` either way (parsers.header)."""
+    """The server's own `[stamp tags] ...` line inside a docker-stamped, Ray-prefixed or otherwise
+    wrapped one, so the shape fast path reads those too. Its stamp is the record's `ts` either way
+    (parsers.header)."""
     if text[:1] == "[":
         return text
-    outer = peel(text)
-    return outer.rest if outer.rest[:1] == "[" else text
+    rest = peel(text).rest
+    if rest[:1] != "[":
+        rest = unwrap(rest, 0) or ""
+    return rest if rest[:1] == "[" else text
 
 
-def _capacity(line_no: int, header: Header, message: str) -> Record:
+def _capacity(line_no: int, header: Header, message: str, health: ParseHealth) -> Record:
     record = _stamped("capacity", line_no, header)
-    record.update(split_pairs(message.rstrip(". "), ", ", "="))
+    record.update(split_pairs(message.rstrip(". "), ", ", "=", health))
     return record
 
 
-def _kv_cache(line_no: int, header: Header, message: str) -> Record:
+def _kv_cache(line_no: int, header: Header, message: str, health: ParseHealth) -> Record:
     record = _stamped("kv_cache", line_no, header)
     marker = " is allocated." if " is allocated." in message else " VA upper bound."
     cache, _, body = message.partition(marker)
     record["cache"] = cache.strip()
-    record.update(split_pairs(body.strip().rstrip(".")))
+    record.update(split_pairs(body.strip().rstrip("."), health=health))
     return record
 
 
@@ -145,7 +154,7 @@ class SglangParser(TracebackMixin):
         self._shapes = BatchShapes()
 
     def _feed(self, line_no: int, text: str) -> list[Record]:
-        text = strip_repeats(strip_ansi(text))
+        text = close_backticks(strip_repeats(strip_ansi(text)))
         if self._block is not None:
             header = parse_header(text)
             done, consumed = self._through_block(header.message, header.found and not header.shipped_only)
@@ -160,12 +169,22 @@ class SglangParser(TracebackMixin):
             if start is not None:
                 own = _own_line(text)
                 record = self._shapes.parse(start[1], line_no, own)
-                if record is None:
-                    record = parse_batch(line_no, text)
-                    if record is not None:
-                        self._shapes.learn(start[1], own)
                 if record is not None:
                     add_pool_totals(record)  # a hybrid model's pools: SGLang's own token usage
+                    return [record]
+        parts = split_joined(text)
+        if len(parts) > 1:  # lines pasted into one: each read on its own
+            return [record for part in parts for record in self._general(line_no, part, None)]
+        return self._general(line_no, text, header)
+
+    def _general(self, line_no: int, text: str, header: Header | None) -> list[Record]:
+        if " batch" in text:
+            start = _batch_start(text)
+            if start is not None:
+                record = parse_batch(line_no, text, self.health)
+                if record is not None:
+                    self._shapes.learn(start[1], _own_line(text))
+                    add_pool_totals(record)
                     return [record]
         if is_access_line(text):
             self.health.access += 1
@@ -183,10 +202,10 @@ class SglangParser(TracebackMixin):
                 record = _stamped("server_args", line_no, header)
                 record["args"] = args
                 return [record]
-        elif message.startswith("max_total_num_tokens="):
-            return [_capacity(line_no, header, message)]
+        elif "max_total_num_tokens=" in message:  # wherever it stands: a pasted line keeps what precedes
+            return [_capacity(line_no, header, message[message.index("max_total_num_tokens=") :], self.health)]
         elif " is allocated. " in message or " VA upper bound. " in message:
-            return [_kv_cache(line_no, header, message)]
+            return [_kv_cache(line_no, header, message, self.health)]
         block = open_block(line_no, header.ts, header.tags, message, tz=header.tz)
         if block is not None:
             done = self._flush_block()

@@ -19,7 +19,7 @@ from typing import Any
 
 from kvwatch.parsers.base import Record
 from kvwatch.parsers.header import parse_tags
-from kvwatch.parsers.values import field_name
+from kvwatch.parsers.values import field_key
 
 # One pattern text for Python's re and for RE2 (parsers.columnar): named groups, ASCII classes only.
 HEADER_PATTERN = (
@@ -103,7 +103,7 @@ def _shape_of(kind: str, text: str) -> Shape | None:
     keys: list[str] = []
     for index, part in enumerate(core.split(", ")):
         key, found, raw = part.partition(": ")
-        name = field_name(key) if found else ""
+        name = field_key(key) if found else ""
         value = _value_type(raw)
         if not name or value is None or name in names or key != key.lstrip(".,: "):
             return None

@@ -1,7 +1,11 @@
 """Field names and values, one rule for every parser (DESIGN.md, "Records").
 
 Names: drop a leading `#` and any `(unit)`, lowercase, non-alphanumerics -> `_`
-(`gen throughput (token/s)` -> `gen_throughput`). Values: `True`/`False` -> bool, decimal integers
+(`gen throughput (token/s)` -> `gen_throughput`). Only a key of a field name's shape names a field
+(`field_key`): a short phrase of words, an optional `(unit)`, no stamp, pid, path, bracket or
+digits-only word. Anything else (a wrapper glued to a key, `vllm-1 | INFO 07-02 08:34:45 ...`) is an
+unknown key: counted in the parser's health, never a field, so it can never become a series.
+Values: `True`/`False` -> bool, decimal integers
 -> int, finite decimals -> float, `NN.NN%` -> ratio, `12.5 GB` -> 12.5 (unit dropped), `nan`/`nan%`
 (SGLang's `fwd occupancy: nan%` before the device timer has a window) -> None, so a NaN is never a
 number and never a string in a numeric column; anything else stays the stripped string. The same
@@ -13,6 +17,8 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
+
+from kvwatch.parsers.base import ParseHealth
 
 _UNIT = re.compile(r"\([^)]*\)")
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
@@ -28,6 +34,24 @@ def field_name(key: str) -> str:
     """`#running-req` -> `running_req`, `gen throughput (token/s)` -> `gen_throughput`."""
     key = _UNIT.sub("", key.strip().lstrip("#")).strip().lower()
     return _NON_ALNUM.sub("_", key).strip("_")
+
+
+# A phrase of at most 8 words of letters, digits and `_.%/-`, each after an optional `#`, then an optional
+# `(unit)`. Every name of the metric catalog has this shape (tests/parsers/test_field_names.py).
+_KEY_SHAPE = re.compile(r"#?[A-Za-z][A-Za-z0-9_.%/-]*(?: #?[A-Za-z0-9_.%/-]+){0,7}(?: ?\([^()]{0,32}\))?")
+MAX_NAME_CHARS = 64
+
+
+@lru_cache(maxsize=4096)
+def field_key(key: str) -> str:
+    """The field name of a logged key, or "" when the key is not of a field name's shape."""
+    key = key.strip()
+    if len(key) > MAX_NAME_CHARS + 32 or _KEY_SHAPE.fullmatch(key) is None:
+        return ""
+    name = field_name(key)
+    if not name or len(name) > MAX_NAME_CHARS or any(word.isdigit() for word in name.split("_")):
+        return ""
+    return name
 
 
 def _number(raw: str) -> int | float | None:
@@ -73,13 +97,16 @@ def field_value(raw: str) -> Value:
     return raw
 
 
-def split_pairs(body: str, sep: str = ", ", assign: str = ": ") -> dict[str, Value]:
-    """`a: 1, #b: 2` -> {"a": 1, "b": 2}; parts without `assign` are skipped."""
+def split_pairs(body: str, sep: str = ", ", assign: str = ": ", health: ParseHealth | None = None) -> dict[str, Value]:
+    """`a: 1, #b: 2` -> {"a": 1, "b": 2}; parts without `assign` are skipped, parts whose key is not
+    a field name are counted in `health.unknown_keys`."""
     fields: dict[str, Value] = {}
     for part in body.split(sep):
         key, found, raw = part.partition(assign)
         if found:
-            name = field_name(key)
+            name = field_key(key)
             if name:
                 fields[name] = field_value(raw)
+            elif health is not None:
+                health.unknown_keys += 1
     return fields

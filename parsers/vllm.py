@@ -26,11 +26,13 @@ from typing import ClassVar
 from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
 from kvwatch.parsers.header import Header, parse_header, stamp
+from kvwatch.parsers.joins import split_joined
 from kvwatch.parsers.prefixes import peel, strip_ansi, strip_repeats
 from kvwatch.parsers.requestlog import is_request_log
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.sglang import is_access_line
-from kvwatch.parsers.values import Value, field_name, field_value
+from kvwatch.parsers.values import Value, field_key, field_value
+from kvwatch.parsers.wrappers import close_backticks
 
 _STATS_NAMES = {
     "avg_prompt_throughput": "prompt_throughput",
@@ -60,7 +62,7 @@ _PROFILE_ITEM = re.compile(r"(\w+)=([\d.]+)(GiB)?")
 _ARGS_MARKERS = ("non-default args: ", "args: ")
 
 
-def _fields(record: Record, body: str) -> None:
+def _fields(record: Record, body: str, health: ParseHealth) -> None:
     """`Key: value` parts into `record` by the naming rule; bare numbers extend a list field
     (`Per-position acceptance rate: 0.9, 0.8`), `MFU: 6.6 TF/s/GPU 105.0 GB/s/GPU` gives two fields."""
     listed: list[Value] | None = None
@@ -70,9 +72,11 @@ def _fields(record: Record, body: str) -> None:
             if listed is not None:
                 listed.append(field_value(part))
             continue
-        name = field_name(key)
+        name = field_key(key)
         name = _STATS_NAMES.get(name, name)
         listed = None
+        if not name:
+            health.unknown_keys += 1
         if name in _LIST_FIELDS:
             record[name] = listed = [field_value(raw)]
         elif name == "mfu" and (mfu := _MFU.fullmatch(raw.strip())) is not None:
@@ -82,7 +86,7 @@ def _fields(record: Record, body: str) -> None:
             record[name] = field_value(raw)
 
 
-def _stats(line_no: int, header: Header, message: str) -> Record | None:
+def _stats(line_no: int, header: Header, message: str, health: ParseHealth) -> Record | None:
     """V0/V1 periodic stats, the spec-decoding line and the MFU line -> `stats`, or None."""
     record: Record = {"kind": "stats", "line": line_no}
     stamp(record, header)
@@ -96,9 +100,9 @@ def _stats(line_no: int, header: Header, message: str) -> Record | None:
         return None  # the words stand inside another message, not where a stats line starts
     for marker in _SPEC_MARKERS:
         if message.startswith(marker):
-            _fields(record, message[len(marker) :])
+            _fields(record, message[len(marker) :], health)
             return record if len(record) > 3 else None
-    _fields(record, message)
+    _fields(record, message, health)
     # The line's one number every stats line has must be a number, or the line is not read at all.
     return record if _is_number(record.get("gen_throughput", record.get("mfu_tflops_per_gpu"))) else None
 
@@ -147,8 +151,14 @@ class VllmParser(TracebackMixin):
         self.health = ParseHealth()
 
     def _feed(self, line_no: int, text: str) -> list[Record]:
-        text = strip_repeats(strip_ansi(text))
+        text = close_backticks(strip_repeats(strip_ansi(text)))
         header = parse_header(text)
+        parts = split_joined(text, len(text) - len(header.message))
+        if len(parts) == 1:
+            return self._one(line_no, text, header)
+        return [record for part in parts for record in self._one(line_no, part, parse_header(part))]  # pasted
+
+    def _one(self, line_no: int, text: str, header: Header) -> list[Record]:
         done, consumed = self._through_block(header.message, header.found and not header.shipped_only)
         if consumed:
             return done
@@ -162,7 +172,7 @@ class VllmParser(TracebackMixin):
         # Periodic stats: one that gives no record is unparsed, never ignored.
         stats_like = "throughput: " in message or "metrics: " in message or "MFU: " in message
         if stats_like:
-            record = _stats(line_no, header, message)
+            record = _stats(line_no, header, message, self.health)
             if record is not None:
                 return [record]
         if is_access_line(text):

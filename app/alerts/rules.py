@@ -47,7 +47,7 @@ Scope = Literal["run", "source"]
 KIND_SCOPES: Mapping[str, Scope] = {
     "threshold": "run", "queue": "run", "events": "run", "throughput": "run",
     "server_stale": "source", "client_stale": "source", "outputs_stalled": "source",
-    "host_key": "source", "unreachable": "source",
+    "host_key": "source", "unreachable": "source", "series_cap": "source",
 }
 SEVERITIES = ("page", "warn", "info")
 SERVER_EVENTS = ("retract", "exception", "oom", "watchdog_timeout", "crash", "error")
@@ -107,6 +107,7 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
     RuleSpec("outputs_stalled", "outputs_stalled", "wall", "outputs stalled", "warn", params={"after": 600.}),
     RuleSpec("host_key_changed", "host_key", "wall", "SSH host key rejected", "page"),
     RuleSpec("host_unreachable", "unreachable", "wall", "host unreachable", "page", for_s=120),
+    RuleSpec("series_cap_reached", "series_cap", "wall", "series cap reached: new series dropped", "warn"),
 )
 # fmt: on
 RULE_NAMES = tuple(rule.name for rule in DEFAULT_RULES)

@@ -272,4 +272,5 @@ def _health(services: Services, host: str) -> HostHealth | None:
         state=stored.get("state", "stopped"),
         last_error=stored.get("last_error"),
         since=float(stored.get("since") or time.time()),
+        series_refused=int((stored.get("dropped") or {}).get("samples", 0)),
     )

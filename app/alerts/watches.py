@@ -124,6 +124,16 @@ def unreachable(ctx: WatchContext, rule: RuleSpec) -> Observation | None:
     return Observation(ctx.now, down, health.state != "up", seconds, health.last_error or "")
 
 
+def series_cap(ctx: WatchContext, rule: RuleSpec) -> Observation | None:
+    """The host reached its cap of distinct series (app/pipeline/bounds.py): samples of new series are
+    dropped while known ones keep flowing. It holds until the collecting process starts again."""
+    if ctx.health is None:
+        return None
+    refused = ctx.health.series_refused
+    detail = f"{refused} samples of new series dropped: the host has its cap of distinct series (max_series)"
+    return Observation(ctx.now, refused > 0, refused > 0, float(refused), detail)
+
+
 def _key_rejected(health: HostHealth) -> bool:
     return health.state == "failed" and (health.last_error or "").startswith(HOST_KEY_PREFIX)
 
@@ -139,4 +149,5 @@ WATCHES: dict[str, Callable[[WatchContext, RuleSpec], Observation | None]] = {
     "outputs_stalled": outputs_stalled,
     "host_key": host_key,
     "unreachable": unreachable,
+    "series_cap": series_cap,
 }

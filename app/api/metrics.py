@@ -51,6 +51,7 @@ SOURCE_COUNTERS = (
     ("bytes", "kvwatch_source_bytes", "Bytes read from the source"),
     ("records", "kvwatch_source_records", "Records parsed from the source"),
     ("unparsed", "kvwatch_source_unparsed_lines", "Lines of the source no parser understood"),
+    ("unknown_keys", "kvwatch_source_unknown_keys", "Logged keys read as no field (never a series)"),
 )
 
 
@@ -126,7 +127,8 @@ class KvwatchCollector(Collector):
             reconnects.add_metric([host.name], float(health.get("reconnects", 0)))
             for source, item in health["sources"].items():
                 for key, family in counters.items():
-                    family.add_metric([host.name, source], float(item[key]))
+                    # .get: a health stored by an older collector lacks newer counters
+                    family.add_metric([host.name, source], float(item.get(key, 0)))
                 if item.get("last_line_age_s") is not None:
                     age.add_metric([host.name, source], float(item["last_line_age_s"]))
         yield from (up, reconnects, *counters.values(), age)

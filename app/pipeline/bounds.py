@@ -13,6 +13,7 @@ What was dropped is counted per host and shown in /api/hosts as `dropped`.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -47,6 +48,8 @@ class HostBounds:
         self.dropped = Dropped()
         self._series = set(known_series or ())
         self._lock = threading.Lock()
+        # Told how many samples of new series were refused: the cap is an alert, never silence.
+        self.on_refused: Callable[[int], None] | None = None
 
     def lines(self, lines: list[Line]) -> list[Line]:
         """The lines short enough to parse."""
@@ -80,12 +83,18 @@ class HostBounds:
                         continue
                     self._series.add(series)
                 kept.append(sample)
+        self._refused(len(samples) - len(kept))
         return kept
 
     def count_dropped(self, samples: int) -> None:
         """Samples of a series refused by max_series, counted where a bulk batch refuses them at once."""
         with self._lock:
             self.dropped.samples += samples
+        self._refused(samples)
+
+    def _refused(self, samples: int) -> None:
+        if samples and self.on_refused is not None:
+            self.on_refused(samples)
 
     def as_dict(self) -> dict[str, int]:
         with self._lock:

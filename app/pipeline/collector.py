@@ -56,6 +56,10 @@ class HostCollector(HostFollower):
         super().__init__(host.name, lambda: open_transport(host), host_sources(host),
                          StoreSink(host.name, store, bus, timezone=host.timezone), options, backoff,
                          on_health=self._publish_health)
+        self.sink.live.bounds.on_refused = self._series_refused
+
+    def _series_refused(self, samples: int) -> None:
+        self.health.series_refused += samples
 
     def health_dict(self) -> dict[str, Any]:
         """Health as /api/hosts and the heartbeat show it, with what the pipeline's bounds dropped and

@@ -87,6 +87,7 @@ class StoreSink:
         parser = self._parsers.get((kind, path))
         clock = self.clocks.get(kind, path)
         saved = self.live.stamps.snapshot()
+        unknown_before = parser.health.unknown_keys if parser is not None else 0
         try:
             batch, n_records, unparsed = self.builder.from_lines(kind, path, parser, lines, state, clock)
         except ClockStepSuspected:  # nothing of these lines is stored: they come again
@@ -95,7 +96,8 @@ class StoreSink:
         if clock is not None and lines:
             mark_catch_up(batch, clock, lines)
         self._commit(batch)
-        return Delivered(n_records, unparsed)
+        unknown = parser.health.unknown_keys - unknown_before if parser is not None else 0
+        return Delivered(n_records, unparsed, unknown)
 
     def idle(self, host: str, kind: str, path: str) -> None:
         """A parser holds a traceback until the next line; an idle file means it has ended."""

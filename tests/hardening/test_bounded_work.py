@@ -19,8 +19,9 @@ STAMP = "[2026-02-24 13:{minute:02d}:{second:02d} TP0] Decode batch, "
 
 
 def wide_line(n: int, fields: int, prefix: str) -> str:
-    """A decode line with `fields` made-up numeric fields after the real ones."""
-    extra = ", ".join(f"{prefix} {i}: {i}" for i in range(fields))
+    """A decode line with `fields` made-up numeric fields after the real ones (keys of a field name's
+    shape, `f k12`: a digits-only word would make them unknown keys, never fields)."""
+    extra = ", ".join(f"{prefix} k{i}: {i}" for i in range(fields))
     return STAMP.format(minute=n // 60, second=n % 60) + f"#running-req: {n}, token usage: 0.50, {extra}\n"
 
 

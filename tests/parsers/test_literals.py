@@ -71,7 +71,9 @@ def test_access_lines_are_counted_not_recorded() -> None:
         parser.feed(1, '[2024-12-13 01:45:26] INFO:     127.0.0.1:40418 - "GET / HTTP/1.1" 404 Not Found')
         == []
     )
-    assert parser.health.as_dict() == {"lines": 1, "records": 0, "unparsed": 0, "access": 1, "ignored": 0}
+    assert parser.health.as_dict() == {
+        "lines": 1, "records": 0, "unparsed": 0, "access": 1, "ignored": 0, "unknown_keys": 0,
+    }
 
 
 @pytest.mark.parametrize(
