@@ -1,6 +1,6 @@
 """kvwatch.toml: read once, validated field by field, every error one line naming file and field.
 
-The keys are the ones DESIGN.md documents: `[server]` and each `[[hosts]]` table are typed models
+The keys are the ones docs/config.md lists: `[server]` and each `[[hosts]]` table are typed models
 (`ServerTable`, `HostTable`, on app/config_tables.py), read into the frozen `ServerConfig` and
 `HostConfig` the rest of kvwatch uses. Sections that other features own (presets, vetoes, alert rules,
 restart, compare) are accepted by name and handed on as plain tables, which their owners validate
