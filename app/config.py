@@ -24,7 +24,9 @@ from pydantic import AfterValidator, BeforeValidator, ValidationInfo
 from kvwatch.app.config_tables import Table, invalid, validated
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.trusted_hosts import host_pattern
+from kvwatch.collectors.base import Transport
 from kvwatch.collectors.clock_infer import is_zone_name
+from kvwatch.collectors.transports import TransportSpec, open_transport
 
 LOCAL = "local"
 SECRET_KEYS = frozenset({"token", "webhook"})  # their values never appear in a message
@@ -69,6 +71,10 @@ class HostConfig:
     def transport(self) -> str:
         """Its entry in collectors/transports.py: `ssh = "local"` is this machine, anything else SSH."""
         return "local" if self.is_local else "ssh"
+
+    def open_transport(self) -> Transport:
+        """A connected Transport to this host, through the collectors' registry by name."""
+        return open_transport(self.transport, TransportSpec(self.name, self.ssh, self.identity_file, self.known_hosts))
 
 
 @dataclass(frozen=True, slots=True)
