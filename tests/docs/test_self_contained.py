@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# A path out of the repository (`../shared/...`), or the brief the project was started from by name.
-OUTSIDE = re.compile(r"\.\./shared|\bshared/DESIGN|\bDESIGN\.md\b")
+# A path into a folder outside the repository (the brief's `shared` folder), or the brief by name.
+OUTSIDE = re.compile(r"\bshared[/]|\bDESIGN\.md\b")
 LINK = re.compile(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)")
 
 
