@@ -31,7 +31,6 @@ from kvwatch.app.pipeline.relay import StoreRelay
 from kvwatch.app.pipeline.retention import DAY_S, Retention
 from kvwatch.app.services import Registries, Services
 from kvwatch.app.store import open_store
-from kvwatch.app.transports import open_transport
 
 
 def database_path(config: Config) -> str:
@@ -83,7 +82,7 @@ def _helpers(services: Services, collect: bool) -> list[StoreRelay | Heartbeat |
 
 
 def host_collector(host: HostConfig, services: Services) -> HostCollector:
-    return HostCollector(host, services.store, services.bus, open_transport)
+    return HostCollector(host, services.store, services.bus, HostConfig.open_transport)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """kvwatch.toml: read once, validated field by field, every error one line naming file and field.
 
-The keys are the ones DESIGN.md documents: `[server]` and each `[[hosts]]` table are typed models
+The keys are the ones docs/config.md lists: `[server]` and each `[[hosts]]` table are typed models
 (`ServerTable`, `HostTable`, on app/config_tables.py), read into the frozen `ServerConfig` and
 `HostConfig` the rest of kvwatch uses. Sections that other features own (presets, vetoes, alert rules,
 restart, compare) are accepted by name and handed on as plain tables, which their owners validate
@@ -24,7 +24,9 @@ from pydantic import AfterValidator, BeforeValidator, ValidationInfo
 from kvwatch.app.config_tables import Table, invalid, validated
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.trusted_hosts import host_pattern
+from kvwatch.collectors.base import Transport
 from kvwatch.collectors.clock_infer import is_zone_name
+from kvwatch.collectors.transports import TransportSpec, open_transport
 
 LOCAL = "local"
 SECRET_KEYS = frozenset({"token", "webhook"})  # their values never appear in a message
@@ -70,6 +72,10 @@ class HostConfig:
     def transport(self) -> str:
         """Its entry in collectors/transports.py: `ssh = "local"` is this machine, anything else SSH."""
         return "local" if self.is_local else "ssh"
+
+    def open_transport(self) -> Transport:
+        """A connected Transport to this host, through the collectors' registry by name."""
+        return open_transport(self.transport, TransportSpec(self.name, self.ssh, self.identity_file, self.known_hosts))
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,11 +127,10 @@ def app_collector(name: str, server: Sshd, store: TimedStore, server_log: Path, 
     from kvwatch.app.bus import EventBus
     from kvwatch.app.config import HostConfig
     from kvwatch.app.pipeline.collector import HostCollector
-    from kvwatch.app.transports import open_transport
 
     host = HostConfig(name=name, ssh=server.spec, identity_file=server.key_path,
                       known_hosts=server.known_hosts_path, server_log=str(server_log), outputs=outputs, gpu=gpu)
-    return HostCollector(host, store, bus or EventBus(), open_transport)  # type: ignore[arg-type]
+    return HostCollector(host, store, bus or EventBus(), HostConfig.open_transport)  # type: ignore[arg-type]
 
 
 def install_fake_nvidia_smi(server: Sshd) -> None:

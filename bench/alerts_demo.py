@@ -1,4 +1,4 @@
-"""Seconds from `kvwatch demo` start to a firing token-usage alert, against DESIGN.md's 60 s.
+"""Seconds from `kvwatch demo` start to a firing token-usage alert, against the 60 s docs/cli.md promises.
 
 Starts the demo as a subprocess on a free loopback port, polls GET /api/alerts every 0.5 s and
 stops the demo (by its pid) when `token_usage_high` is firing or after `--timeout` seconds.

@@ -6,7 +6,7 @@ SGLang vs vLLM, or any of the others, from the first lines and delegates).
 
 Contract (see parsers.base): `feed(line_no, text) -> list[Record]`, `flush() -> list[Record]`,
 `health` (lines, records, unparsed, access, ignored, unknown_keys). Parsers never raise, do no I/O, and keep state only
-for their own stream. Records follow DESIGN.md ("Records"); beyond it:
+for their own stream. Records follow docs/records.md; beyond it:
 - `server_args` records carry the startup flags as a dict in `args` (Python attribute names);
 - `event` records carry `message`, and for tracebacks `exception` and the whole `traceback`;
 - prometheus scrapes give `stats` records with `source: "prometheus"` and `labels`;

@@ -7,7 +7,7 @@ instance serves one stream, so state never leaks between files.
 
 A record is a plain dict: `kind` and `line` (1-based line number in its file) always, `ts` (ISO-8601
 without zone, exactly as logged) where the line has one, then the fields of that kind
-(see DESIGN.md, "Records").
+(docs/records.md).
 """
 
 from __future__ import annotations

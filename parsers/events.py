@@ -1,6 +1,6 @@
 """Event lines and multi-line tracebacks, shared by the server and client parsers.
 
-A single line names its event by a fixed phrase (DESIGN.md: ready, retract, exception,
+A single line names its event by a fixed phrase (docs/records.md: ready, retract, exception,
 watchdog_timeout, oom, crash, error). A traceback is kept together as one event: the block opens
 on `Traceback (most recent call last):` (alone or after `Scheduler hit an exception: `) and takes the
 frame lines, the exception line, and chained tracebacks; it closes at the first line that belongs to

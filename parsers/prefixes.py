@@ -12,7 +12,7 @@ Behind: Ray's dedup note ` [repeated 7x across cluster]` (also in ANSI colour, a
 `(Ray deduplicates logs by default. ...)` explanation), which would otherwise glue onto the last value.
 
 The shipper's stamp is only the line's time when the server's own line has none: the server's stamp
-is the one "as logged" (DESIGN.md), in the same clock as the rest of its log.
+is the one "as logged" (docs/records.md), in the same clock as the rest of its log.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Field names and values, one rule for every parser (DESIGN.md, "Records").
+"""Field names and values, one rule for every parser (docs/records.md).
 
 Names: drop a leading `#` and any `(unit)`, lowercase, non-alphanumerics -> `_`
 (`gen throughput (token/s)` -> `gen_throughput`). Only a key of a field name's shape names a field

@@ -41,6 +41,40 @@ COMPONENT_FIXTURES: dict[str, str] = {
 }
 BROWSER_FOLDER = "tests/browser/"
 COMPONENT_MARKERS = ("browser", "sshd", "postgres", "promtool")
+# Modules whose tests start kvwatch (serve, collect, demo) or the simulated SGLang server or client as
+# processes of their own and wait on them: marked `process`, so `make check` leaves them out with the
+# real components (tests/meta/test_check_tier.py keeps the list true). `make test` runs them all.
+PROCESS_MODULES: tuple[str, ...] = (
+    "tests/alerts/test_alert_one_sender.py",
+    "tests/compare/test_simulated_story.py",
+    "tests/controller/test_demo_state_dir.py",
+    "tests/controller/test_restart_local.py",
+    "tests/diagnosis/test_diagnosis_demo.py",
+    "tests/ecosystem/test_cli_conventions.py",
+    "tests/ecosystem/test_grafana.py",
+    "tests/ecosystem/test_heartbeat.py",
+    "tests/ecosystem/test_progress.py",
+    "tests/ecosystem/test_scaleout.py",
+    "tests/ecosystem/test_store_options.py",
+    "tests/hardening/test_config_faults.py",
+    "tests/hardening/test_connection_budget.py",
+    "tests/hardening/test_controller_faults.py",
+    "tests/hardening/test_secrets_never_served.py",
+    "tests/hardening/test_soak.py",
+    "tests/hardening/test_token_and_flag_policy.py",
+    "tests/simulator/test_client.py",
+    "tests/simulator/test_demo.py",
+    "tests/simulator/test_demo_campaign.py",
+    "tests/simulator/test_demo_wheel.py",
+    "tests/simulator/test_server.py",
+    "tests/terminal/test_against_the_demo.py",
+    "tests/test_packaging.py",
+)
+# Modules that spend a fuzzing budget (minutes): marked `slow`, like the soak.
+BUDGET_MODULES: tuple[str, ...] = (
+    "tests/hardening/test_openapi_fuzz.py",
+    "tests/hardening/test_parser_fuzz.py",
+)
 
 # Modules with a module-scoped fixture: their tests run on one worker.
 MODULE_GROUPS: frozenset[str] = frozenset({
@@ -123,8 +157,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 def _mark_components(item: pytest.Item) -> None:
     names = set(getattr(item, "fixturenames", ()))
     wanted = {marker for fixture, marker in COMPONENT_FIXTURES.items() if fixture in names}
-    if BROWSER_FOLDER in item.nodeid.replace("\\", "/"):
+    node = item.nodeid.replace("\\", "/")
+    if BROWSER_FOLDER in node:
         wanted.add("browser")
+    module = node.split("::", 1)[0]
+    if module in PROCESS_MODULES:
+        wanted.add("process")
+    if module in BUDGET_MODULES:
+        wanted.add("slow")
     callspec = getattr(item, "callspec", None)
     if callspec is not None and str(callspec.params.get("store_url", "")).startswith("postgres"):
         wanted.add("postgres")

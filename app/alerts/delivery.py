@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 from kvwatch.app.alerts.engine import Change
 from kvwatch.app.alerts.state import NOTIFIED_STATES
-from kvwatch.app.periodic import Periodic
 from kvwatch.app.store.base import Store
+from kvwatch.collectors.periodic import Periodic
 
 log = logging.getLogger(__name__)
 DELIVERY_DOC = "alert_delivery"

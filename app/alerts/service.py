@@ -24,9 +24,9 @@ from kvwatch.app.alerts.silences import SilenceBook
 from kvwatch.app.alerts.state import AlertState
 from kvwatch.app.alerts.text import public
 from kvwatch.app.config import Config
-from kvwatch.app.periodic import Periodic
 from kvwatch.app.pipeline.heartbeat import stored_health
 from kvwatch.collectors.health import HostHealth
+from kvwatch.collectors.periodic import Periodic
 
 if TYPE_CHECKING:
     from kvwatch.app.services import Services

@@ -27,7 +27,7 @@ REASON_TEXT = {
 
 
 def public(alert: AlertState, rule: RuleSpec | None, *, muted: bool = False) -> dict[str, Any]:
-    """The GET /api/alerts item (DESIGN.md fields first, then ours) and the SSE `alert` payload."""
+    """The GET /api/alerts item (docs/http.md's fields first) and the SSE `alert` payload."""
     return {
         "rule": alert.rule,
         "host": alert.host,

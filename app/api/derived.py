@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kvwatch.app.metrics_catalog.names import COMPLETIONS
 from kvwatch.app.runs.registry import RUN_DOC
 from kvwatch.app.store.base import Store
 
@@ -71,12 +72,12 @@ def eta(
     """Done so far, recent pace and when `target` completions will be reached at that pace. The pace
     is read after the current run's start (`since`, else the newest stored one): another config's
     pace is not this one's."""
-    last = store.latest(host, "completions")
+    last = store.latest(host, COMPLETIONS)
     if last is None:
         return None
     run_start = stored_run_start(store, host) if since is None else since
     start = last[0] - ETA_WINDOW_S if run_start is None else max(last[0] - ETA_WINDOW_S, run_start)
-    t, v = store.series(host, "completions", since=start)
+    t, v = store.series(host, COMPLETIONS, since=start)
     rate = float((v[-1] - v[0]) / (t[-1] - t[0])) if len(t) >= 2 and t[-1] > t[0] else 0.0
     rate = max(rate, 0.0)
     done = last[1]

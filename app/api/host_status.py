@@ -152,7 +152,7 @@ def host_health(services: Services, host: str) -> dict[str, Any]:
 
 
 def host_status(services: Services, host: HostConfig, now: float) -> dict[str, Any]:
-    """The `kvwatch status --json` object of one host (DESIGN.md's fields, then ours)."""
+    """The `kvwatch status --json` object of one host (the fields docs/http.md names first)."""
     store = services.store
     values, sampled_at = latest_values(store, host.name)
     run = current_run(store, host)

@@ -20,32 +20,19 @@ from kvwatch.app.api.catalog import host_combine
 from kvwatch.app.api.deps import ServicesDep
 from kvwatch.app.api.derived import eta
 from kvwatch.app.metrics_catalog import catalog_help
+from kvwatch.app.metrics_catalog.exposed import EXPOSED
 from kvwatch.app.pipeline.heartbeat import stored_health
 from kvwatch.app.services import Services
 
 router = APIRouter(tags=["metrics"])
 
-# store metric -> (exposed name, factor); help texts (label, unit, how the host's parts combine) come
-# from the metric catalog, so they say the same as the page.
-HOST_GAUGE_NAMES: tuple[tuple[str, str, float], ...] = (
-    ("token_usage", "kvwatch_token_usage", 1.0),
-    ("running_req", "kvwatch_running_requests", 1.0),
-    ("queue_req", "kvwatch_queued_requests", 1.0),
-    ("gen_throughput", "kvwatch_gen_throughput_tokens_per_second", 1.0),
-    ("input_throughput", "kvwatch_input_throughput_tokens_per_second", 1.0),
-    ("token", "kvwatch_tokens_in_use", 1.0),
-    ("completions", "kvwatch_completions", 1.0),
-)
-GPU_GAUGE_NAMES: tuple[tuple[str, str, float], ...] = (
-    ("gpu_util_pct", "kvwatch_gpu_utilization_percent", 1.0),
-    ("gpu_mem_used_mib", "kvwatch_gpu_memory_used_bytes", 1024.0 * 1024.0),
-)
-EXPOSED_UNITS = {"kvwatch_gpu_memory_used_bytes": "bytes"}  # where the factor changes the catalog's unit
-HOST_GAUGES = tuple((m, n, catalog_help(m), f) for m, n, f in HOST_GAUGE_NAMES)
-GPU_GAUGES = tuple((m, n, catalog_help(m, per_part="GPU", unit=EXPOSED_UNITS.get(n)), f)
-                   for m, n, f in GPU_GAUGE_NAMES)
+# (store metric, exposed name, help, factor), from the catalog's EXPOSED; help texts (label, unit, how
+# the host's parts combine) are the catalog's, so they say the same as the page.
+HOST_GAUGES = tuple((e.metric, e.name, catalog_help(e.metric), e.factor) for e in EXPOSED if not e.per_gpu)
+GPU_GAUGES = tuple((e.metric, e.name, catalog_help(e.metric, per_part="GPU", unit=e.unit), e.factor)
+                   for e in EXPOSED if e.per_gpu)
 # Which catalog series /metrics labels with what their host value combines (kvwatch_series_parts).
-LABELLED_SERIES = tuple(m for m, _, _ in HOST_GAUGE_NAMES + GPU_GAUGE_NAMES)
+LABELLED_SERIES = tuple(e.metric for e in EXPOSED)
 SOURCE_COUNTERS = (
     ("lines", "kvwatch_source_lines", "Lines read from the source"),
     ("bytes", "kvwatch_source_bytes", "Bytes read from the source"),
@@ -78,8 +65,7 @@ class KvwatchCollector(Collector):
         stamp = GaugeMetricFamily("kvwatch_last_sample_timestamp_seconds",
                                   "Time of the newest stored sample of the host", labels=["host"])
         for host in self.services.config.hosts:
-            times = [latest[0] for m in ("token_usage", "gen_throughput", "completions")
-                     if (latest := store.latest(host.name, m)) is not None]
+            times = [latest[0] for m, *_ in HOST_GAUGES if (latest := store.latest(host.name, m)) is not None]
             if times:
                 stamp.add_metric([host.name], max(times))
         yield stamp

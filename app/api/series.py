@@ -16,12 +16,13 @@ from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.api.derived import RATE_WINDOW_S, drop_unobserved, eta, stored_run_starts, trailing_rate
 from kvwatch.app.api.points import as_pairs, downsample, read_points, run_window
 from kvwatch.app.metrics_catalog import info
+from kvwatch.app.metrics_catalog.names import COMPLETION_RATE, COMPLETIONS
 from kvwatch.app.pipeline.catchup import CATCHUP_EVENT
 from kvwatch.app.services import Services
 
 router = APIRouter(tags=["series"])
 DEFAULT_MAX_POINTS = 2000
-DERIVED = {"completion_rate": "completions"}
+DERIVED = {COMPLETION_RATE: COMPLETIONS}
 
 
 @router.get("/api/series")
@@ -62,7 +63,7 @@ def get_series(
     out: dict[str, Any] = {"host": host, "metric": metric, "rank": rank, "points": points,
                            "resolution_s": width, "combine": combined, "label": combined["label"],
                            "unit": info(metric).unit}
-    if metric in ("completions", "completion_rate") and not rank:
+    if metric in (COMPLETIONS, COMPLETION_RATE) and not rank:
         out["eta"] = eta(services.store, host, _target(services, host), time.time())
     return out
 
@@ -72,7 +73,7 @@ def _completion_rate(
 ) -> tuple[list[list[float]], int | None]:
     # Read one rate window before `since`, so the first returned point already has a full window.
     ahead = None if since is None else since - RATE_WINDOW_S
-    (t, v), width = read_points(services.store, host, "completions", rank=rank, since=ahead, until=until,
+    (t, v), width = read_points(services.store, host, COMPLETIONS, rank=rank, since=ahead, until=until,
                                 max_points=max_points)
     window = max(RATE_WINDOW_S, 2.0 * (width or 0))
     rt, rv = trailing_rate(t, v, window, stored_run_starts(services.store, host))  # never across a restart

@@ -1,5 +1,5 @@
 """The controller wired to the rest of kvwatch: the store as AuditSink and RunSink, one HostController
-per host that has a `launch`, each on an SSH connection of its own (`open_transport`).
+per host that has a `launch`, each on an SSH connection of its own (`HostConfig.open_transport`).
 
     controllers = build_controllers(config, store)     # in app/build.py, at start
 """
@@ -20,7 +20,6 @@ from kvwatch.app.diagnosis.service import predict_host
 from kvwatch.app.flags.schema import FlagValue
 from kvwatch.app.runs.registry import current_run, record_controller_run
 from kvwatch.app.store.base import Store
-from kvwatch.app.transports import open_transport
 
 RESTART_DOC = "restart"
 
@@ -72,7 +71,7 @@ def controller_configs(config: Config) -> dict[str, ControllerConfig]:
 def build_controller(host: HostConfig, parsed: ControllerConfig, store: Store) -> HostController:
     """One host's controller, on an SSH connection of its own (made at its first use)."""
     sinks = StoreSinks(store)
-    return HostController(parsed, functools.partial(open_transport, host), sinks, sinks,
+    return HostController(parsed, host.open_transport, sinks, sinks,
                           current_run=functools.partial(current_run, store, host.name),
                           forecast=StoreForecast(store, host))
 

@@ -4,7 +4,7 @@ See entries.py for the rules themselves."""
 
 from __future__ import annotations
 
-from kvwatch.app.metrics_catalog.charts import CHARTS, Chart, Trace
+from kvwatch.app.metrics_catalog.charts import CHARTS, TOKEN_USAGE_HIGH, Chart, Trace
 from kvwatch.app.metrics_catalog.combine import combine, live_parts, part_kind, silence_limit
 from kvwatch.app.metrics_catalog.entries import CATALOG, Extra, MetricInfo, Rule, info
 from kvwatch.app.metrics_catalog.labels import catalog_help, describe, parts_of
@@ -13,6 +13,7 @@ from kvwatch.app.metrics_catalog.page import page_charts
 __all__ = [
     "CATALOG",
     "CHARTS",
+    "TOKEN_USAGE_HIGH",
     "Chart",
     "Extra",
     "MetricInfo",

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 Axis = Literal["y", "y2"]
+# The KV token usage at which a run is saturated, declared once: the usage chart's dotted line (page and
+# report), the default `token_usage_high` alert's `fire_at`, and the mark `kvwatch status` puts on it.
+TOKEN_USAGE_HIGH = 0.95
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +46,7 @@ CHARTS: tuple[Chart, ...] = (
         Trace("input_throughput", "input tok/s (right axis)", axis="y2", hidden=True),
     )),
     Chart("chart-usage", "KV token usage", "ratio", (Trace("token_usage", "token usage"),),
-          y_range=(0.0, 1.05), threshold=0.95),
+          y_range=(0.0, 1.05), threshold=TOKEN_USAGE_HIGH),
     Chart("chart-requests", "requests", "requests", (Trace("running_req", "running"), Trace("queue_req", "queued"))),
     Chart("chart-completions", "completions", "requests", (
         Trace("completions", "done"),

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from kvwatch.app.metrics_catalog.charts import chart_of
+from kvwatch.app.metrics_catalog.names import COMPLETION_RATE, COMPLETIONS
 
 Rule = Literal["sum", "max", "mean", "weighted_mean"]
 # "interval": sampled while its source reports (a log line, a GPU sample), so a long silence is a hole
@@ -97,9 +98,9 @@ _ENTRIES: tuple[MetricInfo, ...] = (
     _e("block_accept_len", "tokens/step", "block acceptance length", "weighted_mean", **_ACCEPT),
     _e("accept_rate", "ratio", "speculative acceptance rate", "weighted_mean", **_ACCEPT),
     _e("prefix_cache_hit_rate", "ratio", "prefix cache hit rate", "mean"),
-    _e("completions", "requests", "completions (output file lines)", "sum",
+    _e(COMPLETIONS, "requests", "completions (output file lines)", "sum",
        drops_silent=False, rank_parts="file", sampling="on_change"),
-    _e("completion_rate", "1/s", "completions per second", "sum", drops_silent=False,
+    _e(COMPLETION_RATE, "1/s", "completions per second", "sum", drops_silent=False,
        rank_parts="file"),
     _e("client_done", "requests", "client progress: done", "sum", drops_silent=False),
     _e("client_total", "requests", "client progress: total", "sum", drops_silent=False),

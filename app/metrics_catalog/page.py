@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvwatch.app.metrics_catalog import charts as chart_table
+import kvwatch.app.metrics_catalog.charts as chart_table
 from kvwatch.app.metrics_catalog.charts import Chart, Trace
 from kvwatch.app.metrics_catalog.entries import info
 

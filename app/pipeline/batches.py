@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from kvwatch.app.metrics_catalog.names import COMPLETIONS
 from kvwatch.app.pipeline.catchup import BULK_LINES
 from kvwatch.app.pipeline.live import LiveState, Rows, live_rows, with_host_samples
 from kvwatch.app.pipeline.rows import record_time
@@ -43,7 +44,7 @@ class BatchBuilder:
         now = time.time()
         if parser is None:
             t = clock.appeared_at(lines[-1].offset, now) if clock else now
-            self.add_samples(batch, [Sample("completions", path, t, float(lines[-1].line_no))])
+            self.add_samples(batch, [Sample(COMPLETIONS, path, t, float(lines[-1].line_no))])
             return batch, len(lines), 0
         before = parser.health.unparsed
         if len(lines) >= BULK_LINES:  # a backlog: columns, combined over the batch at once

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kvwatch.app.errors import ConfigError
-from kvwatch.app.periodic import Periodic
 from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.store.base import Store
+from kvwatch.collectors.periodic import Periodic
 
 log = logging.getLogger(__name__)
 HEALTH_KIND = "host_health"

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from kvwatch.app.bus import EventBus
 from kvwatch.app.config import Config
-from kvwatch.app.periodic import Periodic
 from kvwatch.app.pipeline.heartbeat import stored_health
 from kvwatch.app.store.base import Store
+from kvwatch.collectors.periodic import Periodic
 
 log = logging.getLogger(__name__)
 RUN_EVENT_KINDS = ("capacity", "server_args", "event")

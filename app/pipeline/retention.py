@@ -19,8 +19,8 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from kvwatch.app.periodic import Periodic
 from kvwatch.app.store.base import Store
+from kvwatch.collectors.periodic import Periodic
 
 log = logging.getLogger(__name__)
 DAY_S = 86_400.0

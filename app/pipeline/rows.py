@@ -1,6 +1,6 @@
 """Records (parsers' output) to store rows: numeric series as samples, everything else as events.
 
-Series naming follows the record fields (DESIGN.md): `token_usage`, `running_req`, ... With DP
+Series naming follows the record fields (docs/records.md): `token_usage`, `running_req`, ... With DP
 attention SGLang logs one line per DP rank; those samples carry rank `DP<n>`, and `RankAggregator`
 (app/pipeline/aggregate.py) derives the host's own series from the ranks' latest values by the
 metric catalog's rule (app/metrics_catalog/).

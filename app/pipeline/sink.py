@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from kvwatch.app.bus import EventBus
+from kvwatch.app.metrics_catalog.names import COMPLETIONS
 from kvwatch.app.pipeline.batches import METRICS_PREFIX, BatchBuilder, parser_for
 from kvwatch.app.pipeline.catchup import mark_catch_up
 from kvwatch.app.pipeline.clocks import SourceClocks
@@ -52,7 +53,7 @@ class StoreSink:
     def load_state(self, host: str, kind: str, path: str) -> TailState | None:
         state = TailState.from_dict(self.store.load_state(host, kind, path))
         if kind == "outputs":  # the host's completions add up every output file's line count
-            self.live.aggregator.seed("completions", path, float(state.line_no if state else 0))
+            self.live.aggregator.seed(COMPLETIONS, path, float(state.line_no if state else 0))
         self._parsers[(kind, path)] = parser_for(kind)
         return state
 

@@ -12,20 +12,13 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
+import kvwatch.app.metrics_catalog.charts as chart_table
 from kvwatch.app.compare.render import MARKDOWN_METRICS, cell
-from kvwatch.app.metrics_catalog.entries import info
+from kvwatch.app.metrics_catalog.charts import Chart, Trace
+from kvwatch.app.metrics_catalog.entries import CATALOG, info
 from kvwatch.app.report.data import ReportData
 
-ALERT_USAGE = 0.95
-# (title, [(metric, legend)]): a panel is drawn when any of its metrics has data.
-PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
-    ("KV cache token usage", (("token_usage", "token usage"),)),
-    ("Requests", (("running_req", "running"), ("queue_req", "queued"))),
-    ("Throughput (tokens/s)", (("gen_throughput", "generation"), ("input_throughput", "input"))),
-    ("Completions", (("completions", "completions"),)),
-    ("GPU", (("gpu_util_pct", "utilisation %"),)),
-)
-RATIO_METRICS = frozenset({"token_usage"})
+RATIO_METRICS = frozenset(name for name, entry in CATALOG.items() if entry.unit == "ratio")
 EMPTY_NOTICE = ("No samples stored for this host in this window: neither raw samples nor rollups cover it "
                 "(never collected, or not this host's).")
 STYLE = """
@@ -56,29 +49,41 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def panels(data: ReportData) -> list[tuple[Chart, list[Trace]]]:
+    """The page's charts (the catalog's CHARTS, in order) that have data, each with its traces that do."""
+    drawn = [(chart, [trace for trace in chart.traces if trace.metric in data.series]) for chart in chart_table.CHARTS]
+    return [(chart, traces) for chart, traces in drawn if traces]
+
+
+def _trace(data: ReportData, trace: Trace) -> go.Scatter:
+    t, v = data.series[trace.metric]
+    x = pd.to_datetime(t, unit="s", utc=True)
+    steps = {"shape": "hv"} if info(trace.metric).sampling == "on_change" else {}  # held between samples
+    # One axis a panel here: what the page puts on its right axis, or hides until asked, starts as a
+    # legend entry a click draws.
+    shown = True if trace.axis == "y" and not trace.hidden else "legendonly"
+    return go.Scatter(x=x, y=v, mode="lines", name=trace.legend or info(trace.metric).label,
+                      line={"width": 1.3, **steps}, visible=shown)
+
+
 def figure(data: ReportData) -> go.Figure | None:
-    panels = [(title, [m for m in metrics if m[0] in data.series]) for title, metrics in PANELS]
-    panels = [(title, metrics) for title, metrics in panels if metrics]
-    if not panels:
+    drawn = panels(data)
+    if not drawn:
         return None
-    fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                        subplot_titles=[title for title, _ in panels])
-    for row, (_, metrics) in enumerate(panels, start=1):
-        for metric, legend in metrics:
-            t, v = data.series[metric]
-            x = pd.to_datetime(t, unit="s", utc=True)
-            steps = {"shape": "hv"} if info(metric).sampling == "on_change" else {}  # held between samples
-            fig.add_trace(go.Scatter(x=x, y=v, mode="lines", name=legend, line={"width": 1.3, **steps}),
-                          row=row, col=1)
-            if metric == "token_usage":
-                fig.add_hline(y=ALERT_USAGE, line={"dash": "dot", "color": "#c0392b"}, row=row, col=1)
+    fig = make_subplots(rows=len(drawn), cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=[chart.title for chart, _ in drawn])
+    for row, (chart, traces) in enumerate(drawn, start=1):
+        for trace in traces:
+            fig.add_trace(_trace(data, trace), row=row, col=1)
+        if chart.threshold is not None:
+            fig.add_hline(y=chart.threshold, line={"dash": "dot", "color": "#c0392b"}, row=row, col=1)
     for start, run_id in data.run_starts:
         when = pd.Timestamp(start, unit="s", tz="UTC")
-        for row in range(1, len(panels) + 1):
+        for row in range(1, len(drawn) + 1):
             label = {"annotation_text": run_id, "annotation_position": "top right", "annotation_font_size": 10}
             fig.add_vline(x=when, line={"dash": "dash", "color": "#8a93a6", "width": 1}, row=row, col=1,
                           **(label if row == 1 else {}))  # the run's name once, on the top chart
-    fig.update_layout(height=230 * len(panels) + 60, margin={"l": 60, "r": 20, "t": 40, "b": 30},
+    fig.update_layout(height=230 * len(drawn) + 60, margin={"l": 60, "r": 20, "t": 40, "b": 30},
                       template="plotly_white", legend={"orientation": "h"})
     return fig
 

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from kvwatch.app.store import rollup_chunks
+import kvwatch.app.store.rollup_chunks as rollup_chunks
 
 F64 = npt.NDArray[np.float64]
 Run = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kvwatch.app.store import chunks, redaction, rollup_chunks
+import kvwatch.app.store.chunks as chunks
+import kvwatch.app.store.redaction as redaction
+import kvwatch.app.store.rollup_chunks as rollup_chunks
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.app.store.rollup import ROLLUP_WIDTHS, UPSERT_ROLLUP, bucket_rows, rollup_points
 from kvwatch.app.store.schema import CREATE_VERSION_TABLE, Dialect, Migration, migrations

@@ -16,7 +16,8 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-SATURATED = 0.95  # the token-usage level the default alert rule calls saturation
+from kvwatch.app.metrics_catalog.charts import TOKEN_USAGE_HIGH
+
 RED, YELLOW, BOLD, RESET = "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 
 
@@ -85,7 +86,7 @@ def mean_label(status: dict[str, Any]) -> str:
 
 def server_line(status: dict[str, Any], colour: bool) -> str:
     usage = status.get("token_usage")
-    usage_text = paint(number(usage, 2), RED, colour and usage is not None and usage >= SATURATED)
+    usage_text = paint(number(usage, 2), RED, colour and usage is not None and usage >= TOKEN_USAGE_HIGH)
     times = [t for k, t in (status.get("sampled_at") or {}).items() if k in ("gen_throughput", "token_usage")]
     started = (status.get("run") or {}).get("started_at")
     # A run still starting has logged no batch yet: the newest numbers are the previous run's.

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kvwatch.app.periodic import Periodic
+from kvwatch.collectors.periodic import Periodic
 
 
 def wait_until(predicate: object, timeout: float = 5.0) -> None:

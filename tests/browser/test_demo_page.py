@@ -33,7 +33,7 @@ def test_demo_saturates_on_the_page_and_the_alert_banner_shows(demo_url: str, pa
     page.set_viewport_size({"width": 1600, "height": 1000})
     page.goto(demo_url)
     wait_settled(page, timeout=30_000)
-    # DESIGN.md: within 60 s of start the demo shows usage above 0.95, a queue, and a firing alert.
+    # docs/cli.md: within 60 s of start the demo shows usage above 0.95, a queue, and a firing alert.
     page.wait_for_function("!document.getElementById('alert-banner').hidden"
                            " && document.getElementById('alert-banner').textContent.includes('token_usage_high')",
                            timeout=75_000)

@@ -82,7 +82,7 @@ def test_the_story_saturates_then_compares_fp8_with_088(story: tuple[str, float]
     wait_settled(page, timeout=30_000)
     at(page, started, 10)
     shot(page, "demo-story-10s.png")
-    # DESIGN.md: within 60 s, usage above 0.95, a queue, the token-usage alert firing. The default config
+    # docs/cli.md: within 60 s, usage above 0.95, a queue, the token-usage alert firing. The default config
     # saturates ~55 s after the start on an idle machine; this shared 2-core machine gets 90 s (as
     # test_demo_page.py allows), and the time it took is printed.
     page.wait_for_function("!document.getElementById('alert-banner').hidden && document.getElementById("

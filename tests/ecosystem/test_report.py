@@ -11,6 +11,7 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 from kvwatch.app.cli import main
+from kvwatch.app.metrics_catalog import CHARTS, TOKEN_USAGE_HIGH
 
 
 def report(config: Path, out: Path, *args: str) -> str:
@@ -33,8 +34,11 @@ def test_whole_history_report_is_self_contained(collected: tuple[Path, list[str]
     assert page.count(bundle) == 1  # plotly.js, from the installed package, inside the file
     ours = page.replace(bundle, "")
     assert not re.search(r'(src|href)=["\']?(https?:)?//', ours), "the page must not load anything from the network"
-    for title in ("KV cache token usage", "Requests", "Throughput (tokens"):  # JSON in the page escapes "/"
-        assert title in page
+    # The report draws the catalog's charts: each one with data under its title (a title cut at "/",
+    # which JSON in the page escapes), the usage chart with its threshold line.
+    for chart in CHARTS[:3]:
+        assert f'"text":"{chart.title.split("/")[0]}' in page, chart.title
+    assert f'"y0":{TOKEN_USAGE_HIGH},"y1":{TOKEN_USAGE_HIGH}' in page
     assert "Comparison of this host&#x27;s runs" in page or "Comparison of this host's runs" in page
     assert "baseline: --mem-fraction-static 0.85" in page
     assert "+37%" in page  # the 0.88 + HiCache config's KV tokens against the baseline, as in compare's table
@@ -113,5 +117,6 @@ def test_the_report_draws_a_count_sampled_on_change_as_steps() -> None:
                                                         "token_usage": (t, np.array([0.5, 0.6, 0.7]))})
     fig = figure(data)
     assert fig is not None
+    legend = {trace.metric: trace.legend for chart in CHARTS for trace in chart.traces}  # the catalog's words
     shapes = {trace.name: trace.line.shape for trace in fig.data}
-    assert shapes["completions"] == "hv" and shapes["token usage"] is None, shapes
+    assert shapes[legend["completions"]] == "hv" and shapes[legend["token_usage"]] is None, shapes

@@ -16,13 +16,13 @@ import pytest
 
 from kvwatch.app.bus import EventBus
 from kvwatch.app.cli import main
+from kvwatch.app.config import HostConfig
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.store import Batch, Sample, open_store
 from kvwatch.app.store import sqlite as sqlite_module
 from kvwatch.app.store.schema import LATEST_VERSION
 from kvwatch.app.store.sqlite import SqliteStore
-from kvwatch.app.transports import open_transport
 from tests.app.slice_helpers import append_lines, local_config, wait_until
 
 
@@ -36,7 +36,7 @@ def test_a_full_disk_is_reported_and_recovered_without_loss(tmp_path: Path) -> N
     append_lines(tmp_path / "server.log", 1, 200)
     store = open_store(str(tmp_path / "kvwatch.db"))
     assert isinstance(store, SqliteStore)
-    collector = HostCollector(config.hosts[0], store, EventBus(), open_transport, 0.05)
+    collector = HostCollector(config.hosts[0], store, EventBus(), HostConfig.open_transport, 0.05)
     collector.start()
     try:
         wait_until(lambda: len(stored_lines(store)) == 200, timeout=30)
