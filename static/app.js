@@ -192,7 +192,7 @@ function redoRatesFrom(host, runs) {
   if (!fresh.length || state.zoom) return;
   const from = Math.min(...fresh);
   let dropped = false;
-  for (const { panel, index } of tracesFor("completion_rate")) {
+  for (const { panel, index } of tracesFor(RATE)) {
     const queued = state.pending.get(panel.id)?.byIndex.get(index);
     if (queued) queued.splice(0, queued.length, ...queued.filter(([t]) => t < from));
     dropped = dropFrom($(panel.id), index, from) || dropped;
@@ -343,10 +343,11 @@ function updateLiveBadge() {
 }
 
 // The completion rate is derived by the server, not streamed: fetched from where its line ends.
+const RATE = "completion_rate";
 const fetchRate = throttle(async () => {
-  const drawn = tracesFor("completion_rate");
+  const drawn = tracesFor(RATE);
   const since = drawn.length ? sinceLast($(drawn[0].panel.id), drawn[0].index) : undefined;
-  const series = await watched("completion rate", fetchSeries(state.host, "completion_rate", { since, maxPoints: 500 }));
+  const series = await watched("completion rate", fetchSeries(state.host, RATE, { since, maxPoints: 500 }));
   if (!series) return;
   if (!state.zoom && series.points.length) {  // drawn like the stream's points, never over a refill
     for (const { panel, index } of drawn) queuePoints(panel.id, index, withPositions(series.points));

@@ -7,23 +7,24 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kvwatch.app.api.host_status import host_health, host_status
+from kvwatch.app.api.host_status import NOW_METRICS, host_health, host_status
 from kvwatch.app.config import HostConfig
 from kvwatch.app.diagnosis import diagnose_host
 from kvwatch.app.diagnosis.sentence import LABELS
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.fleet.sparks import SPARK_WINDOW_S, bucket_means
+from kvwatch.app.metrics_catalog.names import COMPLETION_RATE, COMPLETIONS, GEN_THROUGHPUT, TOKEN_USAGE
 from kvwatch.app.services import Services
 
 # A verdict reads the run's recent window: kept this long per host, so a fleet answer each second
 # costs one diagnosis per host every VERDICT_TTL_S, not one per host per answer.
 VERDICT_TTL_S = 10.0
-NOW_FIELDS = ("gen_throughput", "token_usage", "running_req", "queue_req", "completions", "completion_rate",
-              "completion_pace", "eta_s", "target_completions", "gen_throughput_mean", "mean_window_s", "as_of")
+NOW_FIELDS = (*NOW_METRICS, COMPLETIONS, COMPLETION_RATE, "completion_pace", "eta_s", "target_completions",
+              "gen_throughput_mean", "mean_window_s", "as_of")
 
 
 SPARK_TTL_S = 5.0
-SPARK_METRICS = ("gen_throughput", "token_usage")
+SPARK_METRICS = (GEN_THROUGHPUT, TOKEN_USAGE)
 
 
 class Kept:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kvwatch.app.metrics_catalog.names import COMPLETIONS, GEN_THROUGHPUT
+
 Row = dict[str, Any]
 
 
@@ -17,7 +19,7 @@ def job_totals(rows: list[Row]) -> dict[str, Any]:
     """Summed tok/s, completions and targets; the job's ETA at the hosts' summed pace (None while any
     host with a target has no pace: the job ends when its slowest part does, not on average)."""
     targets = [row for row in rows if row.get("target_completions")]
-    remaining = sum(max(0.0, row["target_completions"] - (row.get("completions") or 0.0)) for row in targets)
+    remaining = sum(max(0.0, row["target_completions"] - (row.get(COMPLETIONS) or 0.0)) for row in targets)
     pace = _sum(targets, "completion_pace")
     eta_s = None
     if targets and pace:
@@ -26,8 +28,8 @@ def job_totals(rows: list[Row]) -> dict[str, Any]:
     slowest = [float(s) for s in host_etas if s is not None] if all(s is not None for s in host_etas) else []
     return {
         "hosts": len(rows),
-        "gen_throughput": _sum(rows, "gen_throughput"),
-        "completions": _sum(rows, "completions"),
+        GEN_THROUGHPUT: _sum(rows, GEN_THROUGHPUT),
+        COMPLETIONS: _sum(rows, COMPLETIONS),
         "target_completions": _sum(targets, "target_completions"),
         "completion_pace": pace,
         "eta_s": eta_s,

@@ -6,3 +6,5 @@ from __future__ import annotations
 
 COMPLETIONS = "completions"  # an output file's line count, sampled when it moves
 COMPLETION_RATE = "completion_rate"  # derived from COMPLETIONS at read time (/api/series)
+GEN_THROUGHPUT = "gen_throughput"  # the fleet's summed tok/s and sparkline
+TOKEN_USAGE = "token_usage"  # the fleet's usage sparkline
