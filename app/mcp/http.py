@@ -11,28 +11,25 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
 
 import httpx2
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI
 from mcp.server.mcpserver import Context
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kvwatch.app.api.restart import require_same_origin
+from kvwatch.app.api.origin import SameOriginOnly
 from kvwatch.app.mcp.api import Api
 from kvwatch.app.mcp.server import build_server
+from kvwatch.app.mcp.tools import Backend
 from kvwatch.app.trusted_hosts import IN_PROCESS_NAME
 
 PATH = "/mcp"
 FORWARDED = ("authorization",)  # the agent's credentials go with its tool's API request, nothing else
 
 
-def in_process(app: FastAPI) -> Any:
+def in_process(app: FastAPI) -> Backend:
     """The tools' Backend: this app over ASGI, as the MCP request's client, with its Authorization."""
 
     def backend(ctx: Context | None) -> Api:
@@ -45,28 +42,13 @@ def in_process(app: FastAPI) -> Any:
     return backend
 
 
-class SameOrigin:
-    """The app's Origin rule (a browser's cross-site request is refused) in front of the MCP endpoint."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            require_same_origin(Request(scope))
-        except HTTPException as exc:
-            await JSONResponse({"detail": exc.detail}, status_code=exc.status_code)(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
 def mount(app: FastAPI, control: bool) -> AbstractAsyncContextManager[None]:
     """Add the /mcp route to `app`; the returned context runs its sessions (enter it in the lifespan)."""
     server = build_server(in_process(app), control)
-    # Host names are the app's TrustedHostMiddleware's to check, Origin SameOrigin's.
+    # Host names are the app's TrustedHostMiddleware's to check, Origin SameOriginOnly's.
     server.streamable_http_app(transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     manager = server.session_manager
-    app.router.routes.append(Route(PATH, SameOrigin(StreamableHTTPASGIApp(manager)), include_in_schema=False))
+    app.router.routes.append(Route(PATH, SameOriginOnly(StreamableHTTPASGIApp(manager)), include_in_schema=False))
 
     @asynccontextmanager
     async def running() -> AsyncIterator[None]:
