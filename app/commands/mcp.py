@@ -11,6 +11,7 @@ Needs the `mcp` extra: pip install 'kvwatch[mcp]'.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 
 from kvwatch.app.commands.status import add_connection_arguments
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from kvwatch.app.mcp.api import Api
 
     token = control_token(args)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per API request would drown the agent's log
     api = Api(resolve_url(args.url, os.environ, args.config),
               {"Authorization": f"Bearer {token}"} if token else {})
     build_server(lambda _ctx: api, control=token is not None).run("stdio")
