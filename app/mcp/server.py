@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
 
-from kvwatch.app.mcp.tools import Backend, register_reading, register_resources, register_restart
+from kvwatch.app.mcp.tools import Backend, register_deciding, register_resources, register_restart, register_watching
 
 INSTRUCTIONS = (
     "kvwatch watches SGLang/vLLM servers and their clients. Start with `hosts`; read a host with `status`; "
@@ -15,7 +15,8 @@ INSTRUCTIONS = (
 
 def build_server(backend: Backend, control: bool) -> MCPServer:
     server: MCPServer = MCPServer("kvwatch", instructions=INSTRUCTIONS, log_level="WARNING")
-    register_reading(server, backend)
+    register_watching(server, backend)
+    register_deciding(server, backend)
     register_resources(server, backend)
     if control:
         register_restart(server, backend)

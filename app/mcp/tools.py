@@ -44,8 +44,8 @@ async def _verdict(api: Api, host: str) -> str | None:
     return found.get("verdict") if isinstance(found, dict) else None
 
 
-def register_reading(server: MCPServer, backend: Backend) -> None:
-    """hosts, status, wait, diagnose, predict, compare: they change nothing."""
+def register_watching(server: MCPServer, backend: Backend) -> None:
+    """hosts, status, wait: where the runs stand; they change nothing."""
 
     @server.tool(description=(
         "List every host kvwatch watches: name, whether its collector is up, the current server run and its "
@@ -85,6 +85,11 @@ def register_reading(server: MCPServer, backend: Backend) -> None:
         view = shape.status_view(outcome.status, await _verdict(api, host))
         return shape.fit({"met": outcome.met, "until": str(want), "waited_s": round(outcome.waited_s, 1),
                           "note": outcome.note, **view})
+
+
+
+def register_deciding(server: MCPServer, backend: Backend) -> None:
+    """diagnose, predict, compare: what to change, and what a change cost; they change nothing."""
 
     @server.tool(description=(
         "What limits the host's current run now: a verdict (kv_bound, client_bound, concurrency_capped, "
