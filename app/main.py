@@ -23,6 +23,7 @@ from kvwatch.app.api.openapi import document_errors
 from kvwatch.app.api.restart import live_controllers
 from kvwatch.app.config import Config
 from kvwatch.app.errors import ConfigError
+from kvwatch.app.mcp.mount import mount_if_installed
 from kvwatch.app.services import Services
 from kvwatch.app.trusted_hosts import ENV_VAR, allowed_hosts
 
@@ -54,7 +55,8 @@ def create_app(
             # Alerts of a host the controller is restarting are muted, and re-armed once it is done.
             services.alerts.follow_restarts(lambda host: _restarting(app, host))
         try:
-            yield
+            async with mcp_sessions:
+                yield
         finally:
             if manage_collectors:
                 services.stop()
@@ -71,6 +73,7 @@ def create_app(
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=answered_hosts(services.config, bind), www_redirect=False)
     app.add_middleware(SecurityHeaders)  # outside everything: refusals (400, 413, 429) carry the headers too
     app.state.api_token = api_token(services.config)
+    mcp_sessions = mount_if_installed(app, control=app.state.api_token is not None)  # /mcp for a remote agent
     for router in ROUTERS:
         app.include_router(router)
     document_errors(app)

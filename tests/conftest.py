@@ -92,6 +92,7 @@ MODULE_GROUPS: frozenset[str] = frozenset({
     "tests/diagnosis/test_diagnosis_vllm.py",
     "tests/hardening/test_markup_escaping.py",
     "tests/hardening/test_openapi_fuzz.py",
+    "tests/mcp/test_mcp_demo.py",
     "tests/simulator/test_engine.py",
     "tests/terminal/test_against_the_demo.py",
     "tests/test_packaging.py",
@@ -126,6 +127,7 @@ SERIAL_GROUP = "serial"
 START_FIRST: tuple[str, ...] = (
     "tests/browser/test_demo_story.py",  # 662 s: the demo's story at real speed
     "tests/diagnosis/test_diagnosis_demo.py",  # 297 s
+    "tests/mcp/test_mcp_demo.py",  # about 200 s: a demo for the module, its story to the last run
     "tests/terminal/test_against_the_demo.py",  # about 300 s: a demo for the module, then `kvwatch wait`
     "tests/browser/test_controller_whatif.py",  # 260 s
     "tests/simulator/test_demo.py::test_story_is_the_campaign_on_the_real_clock",  # 131 s

@@ -87,8 +87,9 @@ class BodyLimit:
 
 
 # POSTs that change nothing (a what-if, a restart's dry run): the restart panel sends one per edit, and
-# they must not spend the budget of the restart that follows.
-CHANGES_NOTHING = re.compile(r"^/api/hosts/[^/]+/(?:predict|restart/check)$")
+# they must not spend the budget of the restart that follows. /mcp carries an agent's every message; a
+# tool that changes something does it through its own API request, limited here as any other.
+CHANGES_NOTHING = re.compile(r"^(?:/api/hosts/[^/]+/(?:predict|restart/check)|/mcp)$")
 
 
 class MutationRateLimit:

@@ -1,10 +1,11 @@
 """`kvwatch status`: each host of a running kvwatch now, in one compact block (or as JSON).
 
-kvwatch status [--host H] [--json] [--watch SECONDS] [--url URL]
+kvwatch status [--host H] [--json [--flags non-default|all]] [--watch SECONDS] [--url URL]
 
 Read-only over the HTTP API (no token); the URL is --url, else $KVWATCH_URL, else the [server] of
 the discovered kvwatch.toml, else http://127.0.0.1:8765. --json prints one object with --host and a
-list of objects without it; with --watch, one compact JSON document per line per refresh.
+list of objects without it; with --watch, one compact JSON document per line per refresh. Its
+`run.flags` are the run's non-default flags (SGLang logs about 500 at start); `--flags all` keeps them all.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kvwatch.app.mcp.shape import trimmed_status
 from kvwatch.app.terminal.client import ApiClient, resolve_url
 from kvwatch.app.terminal.gather import gather
 from kvwatch.app.terminal.render import render_all
@@ -44,6 +46,8 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="only this host (--json then prints one object, not a list)")
     parser.add_argument("--json", action="store_true", help="print the same as data")
+    parser.add_argument("--flags", choices=("non-default", "all"), default="non-default",
+                        help="--json: the run's non-default flags (default) or all of them")
     parser.add_argument("--watch", type=positive_seconds, metavar="SECONDS", help="refresh every SECONDS")
     add_connection_arguments(parser)
 
@@ -71,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     def draw() -> str:
         statuses = gather(client, args.host)
         if args.json:
+            statuses = [trimmed_status(s, all_flags=args.flags == "all") for s in statuses]
             return as_json(statuses, args.host is not None, compact=args.watch is not None)
         text = render_all(neutralised(statuses), colour)
         return text if in_place or args.watch is None else text + "\n"

@@ -44,8 +44,9 @@ def kvwatch(*args: str, timeout: float = 120, env: dict[str, str] | None = None)
 
 
 @contextmanager
-def running_demo(workdir: Path) -> Iterator[Demo]:
-    """`kvwatch demo --no-browser` in its own session, stopped (by its process group) at the end."""
+def running_demo(workdir: Path, token: str | None = None) -> Iterator[Demo]:
+    """`kvwatch demo --no-browser` in its own session, stopped (by its process group) at the end;
+    `token`: its control token (KVWATCH_TOKEN), else none."""
     port = free_port()
     log = workdir / "demo.log"
     with log.open("wb") as out:
@@ -53,7 +54,8 @@ def running_demo(workdir: Path) -> Iterator[Demo]:
             [sys.executable, "-m", "kvwatch.app", "demo", "--no-browser", "--port", str(port),
              "--workdir", str(workdir / "world"), "--speed", str(SPEED)],
             cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**{k: v for k, v in os.environ.items() if k != "KVWATCH_TOKEN"}, "PYTHONUNBUFFERED": "1",
+                 **({"KVWATCH_TOKEN": token} if token else {})},
         )
     demo = Demo(f"http://127.0.0.1:{port}", proc, log, workdir / "world")
     try:

@@ -53,7 +53,7 @@ def _diagnosis_verdict(demo: Demo) -> str | None:
 
 
 def test_status_json_has_every_field_and_the_numbers_of_the_series(demo: Demo) -> None:
-    done = kvwatch("status", "--host", "demo", "--json", "--url", demo.url)
+    done = kvwatch("status", "--host", "demo", "--json", "--flags", "all", "--url", demo.url)
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)
     assert isinstance(status, dict) and set(status) >= CONTRACT_KEYS
@@ -81,6 +81,21 @@ def test_status_json_has_every_field_and_the_numbers_of_the_series(demo: Demo) -
     assert status["verdict"] is None or status["verdict"] in VERDICTS
     assert all(a["state"] in ("pending", "firing", "clearing") for a in status["alerts"])
     assert abs(status["as_of"] - time.time()) < 60
+
+
+def test_status_json_holds_the_runs_non_default_flags_unless_all_are_asked(demo: Demo) -> None:
+    trimmed = kvwatch("status", "--host", "demo", "--json", "--url", demo.url)
+    everything = kvwatch("status", "--host", "demo", "--json", "--flags", "all", "--url", demo.url)
+    assert trimmed.returncode == 0 and everything.returncode == 0, (trimmed.stderr, everything.stderr)
+    status, full = json.loads(trimmed.stdout), json.loads(everything.stdout)
+    current = demo.get("/api/runs?host=demo")[-1]
+    assert status["run"]["id"] == current["id"] and set(status) >= CONTRACT_KEYS
+    flags = status["run"]["flags"]
+    assert flags["mem-fraction-static"] == 0.88 and flags["enable-hierarchical-cache"] is True
+    assert "model-path" not in flags and len(flags) < 20 < len(current["flags"])
+    assert all(current["flags"][name] == value for name, value in flags.items())
+    assert full["run"]["flags"] == current["flags"]
+    assert len(trimmed.stdout) < len(everything.stdout) / 4
 
 
 def test_status_json_without_host_is_a_list_of_the_same_objects(demo: Demo) -> None:
