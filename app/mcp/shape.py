@@ -12,9 +12,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kvwatch.app.metrics_catalog import info
+from kvwatch.app.metrics_catalog.names import (
+    COMPLETION_RATE,
+    COMPLETIONS,
+    GEN_THROUGHPUT,
+    QUEUE_REQ,
+    RUNNING_REQ,
+    TOKEN_USAGE,
+)
 
 ANSWER_LIMIT = 4096  # bytes of JSON per tool answer
-NOW_ROW = ("gen_throughput", "token_usage", "running_req", "queue_req", "completions", "completion_rate")
+NOW_ROW = (GEN_THROUGHPUT, TOKEN_USAGE, RUNNING_REQ, QUEUE_REQ, COMPLETIONS, COMPLETION_RATE)
 ALERT_KEYS = ("rule", "state", "severity", "since", "summary")
 MAX_ITEMS = 6  # evidence, suggestions, alerts, risks: more than this is noise to an agent
 

@@ -8,3 +8,5 @@ COMPLETIONS = "completions"  # an output file's line count, sampled when it move
 COMPLETION_RATE = "completion_rate"  # derived from COMPLETIONS at read time (/api/series)
 GEN_THROUGHPUT = "gen_throughput"  # the fleet's summed tok/s and sparkline
 TOKEN_USAGE = "token_usage"  # the fleet's usage sparkline
+RUNNING_REQ = "running_req"
+QUEUE_REQ = "queue_req"
