@@ -55,7 +55,7 @@ def create_app(
             # Alerts of a host the controller is restarting are muted, and re-armed once it is done.
             services.alerts.follow_restarts(lambda host: _restarting(app, host))
         try:
-            async with mcp_sessions:
+            async with mcp_sessions():
                 yield
         finally:
             if manage_collectors:

@@ -9,7 +9,7 @@ The `restart` tool is listed only when the app has a token configured.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import httpx2
@@ -17,7 +17,9 @@ from fastapi import FastAPI
 from mcp.server.mcpserver import Context
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.responses import PlainTextResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kvwatch.app.api.origin import SameOriginOnly
 from kvwatch.app.mcp.api import Api
@@ -42,17 +44,37 @@ def in_process(app: FastAPI) -> Backend:
     return backend
 
 
-def mount(app: FastAPI, control: bool) -> AbstractAsyncContextManager[None]:
-    """Add the /mcp route to `app`; the returned context runs its sessions (enter it in the lifespan)."""
-    server = build_server(in_process(app), control)
-    # Host names are the app's TrustedHostMiddleware's to check, Origin SameOriginOnly's.
-    server.streamable_http_app(transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    manager = server.session_manager
-    app.router.routes.append(Route(PATH, SameOriginOnly(StreamableHTTPASGIApp(manager)), include_in_schema=False))
+class _Sessions:
+    """The /mcp route's target: the session manager of the lifespan now running. The SDK's manager runs
+    once per instance, and an app's lifespan may run more than once (a test client, then a server)."""
+
+    def __init__(self) -> None:
+        self.current: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.current is None:
+            await PlainTextResponse("MCP sessions are not running (the app has not started)", 503)(scope, receive, send)
+            return
+        await self.current(scope, receive, send)
+
+
+def mount(app: FastAPI, control: bool) -> Callable[[], AbstractAsyncContextManager[None]]:
+    """Add the /mcp route to `app`; the returned factory gives a context that runs its sessions (enter
+    one in each lifespan)."""
+    sessions = _Sessions()
+    app.router.routes.append(Route(PATH, SameOriginOnly(sessions), include_in_schema=False))
 
     @asynccontextmanager
     async def running() -> AsyncIterator[None]:
+        server = build_server(in_process(app), control)
+        # Host names are the app's TrustedHostMiddleware's to check, Origin SameOriginOnly's.
+        server.streamable_http_app(transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        manager = server.session_manager
         async with manager.run():
-            yield
+            sessions.current = StreamableHTTPASGIApp(manager)
+            try:
+                yield
+            finally:
+                sessions.current = None
 
-    return running()
+    return running

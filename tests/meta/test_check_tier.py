@@ -34,3 +34,15 @@ def test_check_runs_the_whole_tests_folder_ruff_and_mypy() -> None:
     assert "ruff check ." in recipe and "/mypy" in recipe
     pytest_line = next(line for line in recipe.splitlines() if "pytest" in line)
     assert pytest_line.rstrip().endswith('-m "$(CHECK_MARKERS)" $(PYTEST_ARGS)')  # no paths: all of tests/
+
+
+# What starts a demo (kvwatch and simulated servers that run for minutes): a module that does it outside
+# tests/browser (marked by its fixtures) is listed in PROCESS_MODULES, or `make check` waits on it.
+STARTS_PROCESSES = re.compile(r'start_demo_world\(|kvwatch_demo\(|running_demo\(|"demo", "--no-browser"')
+
+
+def test_every_module_that_starts_a_demo_or_kvwatch_is_listed() -> None:
+    starting = {str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")
+                if "browser" not in p.parts and p.name != Path(__file__).name
+                and STARTS_PROCESSES.search(p.read_text())}
+    assert sorted(starting - set(PROCESS_MODULES)) == []
