@@ -29,7 +29,7 @@ from kvwatch.collectors.clock_infer import is_zone_name
 LOCAL = "local"
 SECRET_KEYS = frozenset({"token", "webhook"})  # their values never appear in a message
 NON_EMPTY = frozenset({"name", "ssh", "server_log"})
-HOST_TABLES = ("presets", "vetoes", "alerts", "restart", "compare")  # handed on to their owners
+HOST_TABLES = ("presets", "vetoes", "alerts", "restart", "compare", "campaign")  # handed on to their owners
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +193,7 @@ class HostTable(Table):
     alerts: Any = None
     restart: Any = None
     compare: Any = None
+    campaign: Any = None
 
     def host_config(self) -> HostConfig:
         fields = self.model_dump(exclude=set(HOST_TABLES))

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from kvwatch.app.api import (
     alerts,
+    campaign,
     catalog,
     compare,
     diagnosis,
@@ -38,4 +39,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     status.router,
     steady.router,
     diagnosis.router,
+    campaign.router,
 )

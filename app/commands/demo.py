@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 ADOPT_TRIES = 30
 DEMO_ALERT_FOR = "0s"
 DEMO_MIN_STEADY_S = 120.0
+RESTART_WINDOW_S = 600.0  # the controller's default, in story time
+CAMPAIGN_PRESETS = ("hicache-0.88", "fp8-0.90", "hicache-0.93")
+# At --speed 8 the simulator logs a decode line every ~3 s: the steady detection needs 50 of them.
+DEMO_STEP_BUDGET_S = 2400.0
+DEMO_CAMPAIGN_BUDGET_S = 14400.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,12 +54,16 @@ def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: 
     # The controller's record, lease and last good flags live in the demo's workdir: under the default
     # (~/.kvwatch/demo) every demo on the machine shared one record, so a second demo (or a test) took
     # the first one's server, pid and port for its own.
-    restart = {"flags_schema": "0.5.23", "state_dir": str(workdir / "controller")}
+    # The restart-loop cap's window is story time too: a campaign's restarts (and a crash's rollback)
+    # come `speed` times faster than on a real host.
+    restart = {"flags_schema": "0.5.23", "state_dir": str(workdir / "controller"),
+               "restart_window": RESTART_WINDOW_S / world.speed}
     tables: dict[str, Any] = {**config_tables(), "restart": restart,
                               "alerts": {"token_usage_high": {"for": DEMO_ALERT_FOR}},
                               # each config of the story runs 5-8 minutes: compare them on 2 minutes of
                               # steady state (of story time: the story runs `speed` times faster)
-                              "compare": {"min_steady": DEMO_MIN_STEADY_S / world.speed}}
+                              "compare": {"min_steady": DEMO_MIN_STEADY_S / world.speed},
+                              "campaign": demo_campaign(world.speed)}
     host = HostConfig(
         name=DEMO_HOST,
         ssh="local",
@@ -68,6 +77,13 @@ def demo_config(world: DemoWorld, workdir: Path, bind: str = "127.0.0.1", port: 
     )
     server = ServerConfig(host=bind, port=port, data_dir=str(workdir), database=DEMO_DATABASE)
     return Config(server=server, hosts=(host,))
+
+
+def demo_campaign(speed: float) -> dict[str, Any]:
+    """The seed's campaign as a plan: 0.88 + hicache, fp8 (vetoed), 0.93 (out of memory); budgets in
+    story time."""
+    return {"presets": list(CAMPAIGN_PRESETS), "step_budget": DEMO_STEP_BUDGET_S / speed,
+            "total_budget": DEMO_CAMPAIGN_BUDGET_S / speed}
 
 
 def use_simulated_gpus(world: DemoWorld) -> None:
