@@ -61,9 +61,9 @@ class Runner:
             return
         step = c.steps[index]
         c.current, step.status, step.started_at, step.reason = index, "running", self.clock(), ""
-        if step.flags == current_flags(self.controller):
-            run = self.controller.current_run()
-            step.phase, step.run_id = "steady", run.id if run is not None else None
+        run = self.controller.current_run()
+        if run is not None and run.state == "running" and step.flags == current_flags(self.controller):
+            step.phase, step.run_id = "steady", run.id
             self.note(f"step {index + 1} ({step.candidate.name}): the host runs it now, measuring")
             return
         step.phase = "restarting"

@@ -68,6 +68,8 @@ def candidates(table: CampaignTable) -> tuple[Candidate, ...]:
     if table.lever is not None:
         lever = table.lever.removeprefix("--")
         return tuple(Candidate(f"{lever} {v}", flags={lever: v}) for v in table.values)
+    if not table.grid:
+        return ()
     names = [n.removeprefix("--") for n in table.grid]
     combos = itertools.product(*table.grid.values())
     return tuple(Candidate(", ".join(f"{n} {v}" for n, v in zip(names, combo, strict=True)),
