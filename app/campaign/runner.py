@@ -112,6 +112,8 @@ class Runner:
         if run.failed_at is not None:
             self._failed(step, f"run {run.id} failed")
             return
+        if not self._logged_as_asked(step, run):  # the registry took another start's lines for it, for now
+            return
         stats = steady_stats(self.store, run, self.campaign.plan.min_steady_s)
         spent = self.clock() - (step.started_at or self.clock()) > self.campaign.plan.step_budget_s
         if not stats.window.ok and not spent:
@@ -124,6 +126,16 @@ class Runner:
         step.reason = "; ".join(x for x in (note, step.reason) if x)
         step.status, step.phase, step.ended_at = "measured", "", self.clock()
         self._step_done(step)
+
+    def _logged_as_asked(self, step: Step, run: Run) -> bool:
+        """The run's logged flags agree with what the candidate changes. The run registry gives a
+        controller run the first start logged from a few seconds before it was asked for, so a restart
+        just after another start is briefly shown with that start's lines."""
+        preset = self.controller.config.presets.get(step.candidate.preset or "")
+        changed = {**(preset.flags if preset is not None else {}), **step.candidate.flags}
+        logged = run.flags
+        return all(logged.get(name) == step.flags.get(name, value) for name, value in changed.items()
+                   if name in logged and name in step.flags)
 
     def _failed(self, step: Step, why: str) -> None:
         step.status, step.phase, step.reason, step.ended_at = "failed", "", why, self.clock()

@@ -40,7 +40,7 @@ def write_config(world: DemoWorld, workdir: Path, port: int) -> Path:
     tables = dict(host.tables)
     lines.append(f"vetoes = {toml_value(tables.pop('vetoes'))}")
     for name, body in tables.pop("presets").items():
-        lines += [f"[hosts.presets.{name}]", *(f"{k} = {toml_value(v)}" for k, v in body.items())]
+        lines += [f"[hosts.presets.{json.dumps(name)}]", *(f"{k} = {toml_value(v)}" for k, v in body.items())]
     for name, body in tables.items():
         if name == "alerts":
             for rule, settings in body.items():

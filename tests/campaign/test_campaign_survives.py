@@ -31,7 +31,7 @@ def test_kill_9_of_kvwatch_while_a_step_measures_and_a_restart_resume_the_campai
     port = free_port()
     with world_without_story(tmp_path) as world:
         config = write_config(world, world.workdir, port)
-        log = tmp_path / "serve.log"
+        log = tmp_path / "demo.log"  # where RunningDemo.tail looks
         first = serve(config, world, log)
         try:
             running = RunningDemo(f"http://127.0.0.1:{port}", first, world.workdir, time.monotonic())
