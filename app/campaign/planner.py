@@ -30,7 +30,9 @@ def current_flags(controller: HostController) -> dict[str, Any]:
     the run registry's current run, else the launch line."""
     launch = controller.launch()
     now = controller.inspect()
-    if now.get("running") and isinstance(now.get("flags"), dict):
+    # An adopted server's record carries the launch line's flags, not its own: the run registry knows those.
+    adopted = str(now.get("run_id") or "").startswith("adopted-")
+    if now.get("running") and isinstance(now.get("flags"), dict) and not adopted:
         return dict(now["flags"])
     run = controller.current_run()
     if run is None or run.state not in ("starting", "running"):

@@ -112,6 +112,9 @@ class Runner:
         if run.failed_at is not None:
             self._failed(step, f"run {run.id} failed")
             return
+        if run.ended_at is not None:  # another start followed it before it was measured
+            self._failed(step, f"run {run.id} ended before a steady window")
+            return
         if not self._logged_as_asked(step, run):  # the registry took another start's lines for it, for now
             return
         stats = steady_stats(self.store, run, self.campaign.plan.min_steady_s)

@@ -46,6 +46,9 @@ class CampaignService:
         self._lock = threading.RLock()
         self._runners: dict[str, Runner] = {}  # by host: its active campaign
         self._loop = Periodic("campaigns", self.tick, tick_s)
+        # Called with the host when a campaign starts, before its first step (the demo stops its scripted
+        # story there, as it does for a person's restart: only the campaign drives the server then).
+        self.on_start: list[Callable[[str], object]] = []
         self._load()
 
     @property
@@ -158,6 +161,8 @@ class CampaignService:
 
     def confirm(self, host: str, campaign_id: str | None, who: str) -> Campaign:
         """Start the planned campaign (`campaign_id`: the one the person saw)."""
+        for hook in self.on_start:
+            hook(host)
         return self._command(host, campaign_id, lambda r: r.resume(), ("planned",), f"started by {who}")
 
     def pause(self, host: str, who: str) -> Campaign:

@@ -132,6 +132,9 @@ def give_wheel(world: DemoWorld, services: Services) -> None:
         return story_notice(op.requested_at) if playing else None
 
     controller.on_takeover = take
+    if services.campaigns is not None:  # a campaign's start takes the wheel as a person's restart does
+        services.campaigns.on_start.append(
+            lambda host: world.take_wheel(lambda pid: controller.adopt(pid, str(world.server_log))))
 
 
 def wire(world: DemoWorld, services: Services) -> None:
