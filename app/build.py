@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kvwatch.app.alerts import validate_alert_config
 from kvwatch.app.bus import EventBus
+from kvwatch.app.campaign.service import CampaignService
 from kvwatch.app.compare.settings import record_min_steady
 from kvwatch.app.config import Config, HostConfig
 from kvwatch.app.config_files import check_host_files
@@ -66,6 +67,9 @@ def build_services(config: Config, collect: bool = True, controllers: bool = Tru
     collectors = {h.name: host_collector(h, services) for h in config.hosts} if collect else {}
     services.registries = Registries(config, collectors, made)
     services.background.extend(_helpers(services, collect))
+    if controllers:  # campaigns restart through the controllers, in the process that has them
+        services.campaigns = CampaignService(services)
+        services.background.append(services.campaigns)
     return services
 
 

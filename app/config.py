@@ -31,7 +31,7 @@ from kvwatch.collectors.transports import TransportSpec, open_transport
 LOCAL = "local"
 SECRET_KEYS = frozenset({"token", "webhook"})  # their values never appear in a message
 NON_EMPTY = frozenset({"name", "ssh", "server_log"})
-HOST_TABLES = ("presets", "vetoes", "alerts", "restart", "compare")  # handed on to their owners
+HOST_TABLES = ("presets", "vetoes", "alerts", "restart", "compare", "campaign")  # handed on to their owners
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +201,7 @@ class HostTable(Table):
     alerts: Any = None
     restart: Any = None
     compare: Any = None
+    campaign: Any = None
 
     def host_config(self) -> HostConfig:
         fields = self.model_dump(exclude=set(HOST_TABLES))

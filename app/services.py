@@ -22,6 +22,7 @@ from kvwatch.app.store.base import Store
 
 if TYPE_CHECKING:
     from kvwatch.app.alerts.service import AlertService
+    from kvwatch.app.campaign.service import CampaignService
     from kvwatch.app.controller.restart import HostController
 
 
@@ -55,6 +56,7 @@ class Services:
         self.started_at = time.time()
         self.alerts: AlertService | None = None  # set by the app's lifespan (app.alerts.start_alerting)
         self.background: list[Background] = []
+        self.campaigns: CampaignService | None = None  # with controllers (app/build.py)
 
     @property
     def config(self) -> Config:

@@ -139,6 +139,16 @@ export async function fetchController(host) {
   return response.json();
 }
 
+// The host's latest tuning campaign (plan with predictions, steps, final table, prices); null when the
+// host never had one, or has no controller: the API's declared absence for both is a 404.
+export async function fetchCampaign(host) {
+  const path = `/api/campaign/${encodeURIComponent(host)}`;
+  const response = await request(path);
+  if (response.status === 404) return null;
+  if (!response.ok) throw await httpError(path, response);
+  return response.json();
+}
+
 // Every flag of the host's sglang (names, defaults, choices).
 export function fetchFlagOptions(host) {
   return getJSON(hostPath(host, "flags"));

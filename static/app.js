@@ -1,9 +1,10 @@
 // Wiring: pick a host, load its history, follow the live stream, keep every chart on one time axis.
-import { fetchAlerts, fetchCatalog, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
+import { fetchAlerts, fetchCampaign, fetchCatalog, fetchDiagnosis, fetchEvents, fetchHosts, fetchRuns, fetchSeries, fetchStatus, openStream } from "./api.js";
 import { appendPoints, createChart, dropFrom, extendTraces, lastTime, setMarkers, setTraces, setXRange } from "./charts.js";
 import { newPoints, sinceLast, withPositions } from "./stamps.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
+import { renderCampaign } from "./campaign.js";
 import { renderDiagnosis } from "./diagnosis.js";
 import { createNowRow } from "./nowrow.js";
 import { PANELS, labelTrace, renderChartSlots, setGpuParts, tracesFor } from "./panels.js";
@@ -304,6 +305,13 @@ async function refreshDiagnosis() {
   const answer = await watched("diagnosis", fetchDiagnosis(host));
   if (host === state.host) state.nowRow.diagnosis(answer);
   if (host === state.host) renderDiagnosis($("diagnosis-panel"), host, answer);
+}
+
+async function refreshCampaign() {
+  const host = state.host;
+  if (!host) return;
+  const answer = await watched("campaign", fetchCampaign(host));
+  if (host === state.host) renderCampaign($("campaign-panel"), answer);
 }
 
 function rangeOf(event) {
@@ -618,6 +626,7 @@ function refreshHostViews() {
   refreshMarkers().catch(reported("events"));
   refreshNow();
   refreshDiagnosis();
+  refreshCampaign();
   refreshHostPanels(state.host);
 }
 const VIEWS_EVERY_MS = 10000;
@@ -682,7 +691,7 @@ async function main() {
   });
   refreshAlerts();  // once more now the stream is open: an alert may have changed while the page loaded
   setInterval(() => tickFreshness($("sources")), 1000);
-  setInterval(() => { followAxis(); throttledDiagnosis(); }, 5000);  // a rolling window moves with now even when the host is quiet
+  setInterval(() => { followAxis(); throttledDiagnosis(); refreshCampaign(); }, 5000);  // a rolling window moves with now even when the host is quiet
 }
 
 // A page that cannot draw says why (plotly.js missing, API down) instead of staying blank. Either way

@@ -128,6 +128,9 @@ SERIAL_GROUP = "serial"
 # (2026-12-04, load 20-75) in the comments.
 START_FIRST: tuple[str, ...] = (
     "tests/browser/test_demo_story.py",  # 662 s: the demo's story at real speed
+    "tests/campaign/test_campaign_survives.py",  # 350 s: kill -9 and a second kvwatch; a person's restart
+    "tests/campaign/test_campaign_demo.py",  # 270-350 s a test: a campaign on the demo at --speed 8
+    "tests/campaign/test_campaign_page.py",  # about 350 s: the page watches a campaign
     "tests/diagnosis/test_diagnosis_demo.py",  # 297 s
     "tests/mcp/test_mcp_demo.py",  # about 200 s: a demo for the module, its story to the last run
     "tests/terminal/test_against_the_demo.py",  # about 300 s: a demo for the module, then `kvwatch wait`

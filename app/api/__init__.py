@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from kvwatch.app.api import (
     alerts,
+    campaign,
     catalog,
     compare,
     diagnosis,
@@ -40,4 +41,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     steady.router,
     diagnosis.router,
     fleet.router,
+    campaign.router,
 )

@@ -33,6 +33,11 @@ DEMO_MIN_STEADY_S = 120.0
 MAX_HOSTS = 16  # each simulated host is a server and a client process: this machine's size, not a limit of kvwatch
 STALLED_FROM = 3  # a fleet of this many hosts or more has one whose client stalls
 STALL_AFTER_S = 150.0  # of story time: after the first config's warm-up
+RESTART_WINDOW_S = 600.0  # the controller's default, in story time
+CAMPAIGN_PRESETS = ("hicache-0.88", "fp8-0.90", "hicache-0.93")
+# At --speed 8 the simulator logs a decode line every ~3 s: the steady detection needs 50 of them.
+DEMO_STEP_BUDGET_S = 2400.0
+DEMO_CAMPAIGN_BUDGET_S = 14400.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,12 +74,16 @@ def demo_host(world: DemoWorld, name: str, workdir: Path, gpu: bool = True) -> H
     # The controller's record, lease and last good flags live in the demo's workdir: under the default
     # (~/.kvwatch/demo) every demo on the machine shared one record, so a second demo (or a test) took
     # the first one's server, pid and port for its own.
-    restart = {"flags_schema": "0.5.23", "state_dir": str(workdir / "controller")}
+    # The restart-loop cap's window is story time too: a campaign's restarts (and a crash's rollback)
+    # come `speed` times faster than on a real host.
+    restart = {"flags_schema": "0.5.23", "state_dir": str(workdir / "controller"),
+               "restart_window": RESTART_WINDOW_S / world.speed}
     tables: dict[str, Any] = {**config_tables(), "restart": restart,
                               "alerts": {"token_usage_high": {"for": DEMO_ALERT_FOR}},
                               # each config of the story runs 5-8 minutes: compare them on 2 minutes of
                               # steady state (of story time: the story runs `speed` times faster)
-                              "compare": {"min_steady": DEMO_MIN_STEADY_S / world.speed}}
+                              "compare": {"min_steady": DEMO_MIN_STEADY_S / world.speed},
+                              "campaign": demo_campaign(world.speed)}
     return HostConfig(
         name=name,
         ssh="local",
@@ -86,6 +95,13 @@ def demo_host(world: DemoWorld, name: str, workdir: Path, gpu: bool = True) -> H
         tables=tables,
         gpu=gpu and world.bin_dir is not None,
     )
+
+
+def demo_campaign(speed: float) -> dict[str, Any]:
+    """The seed's campaign as a plan: 0.88 + hicache, fp8 (vetoed), 0.93 (out of memory); budgets in
+    story time."""
+    return {"presets": list(CAMPAIGN_PRESETS), "step_budget": DEMO_STEP_BUDGET_S / speed,
+            "total_budget": DEMO_CAMPAIGN_BUDGET_S / speed}
 
 
 def use_simulated_gpus(world: DemoWorld) -> None:
@@ -134,6 +150,12 @@ def give_wheel(world: DemoWorld, services: Services, host: str = DEMO_HOST) -> N
         return story_notice(op.requested_at) if playing else None
 
     controller.on_takeover = take
+    def campaign_started(started: str) -> None:  # a campaign's start takes the wheel as a person's restart does
+        if started == host:  # this world's host only (a fleet demo has one world a host)
+            world.take_wheel(lambda pid: controller.adopt(pid, str(world.server_log)))
+
+    if services.campaigns is not None:
+        services.campaigns.on_start.append(campaign_started)
 
 
 def wire(worlds: dict[str, DemoWorld], services: Services) -> None:

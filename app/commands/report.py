@@ -7,6 +7,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from kvwatch.app.campaign.service import stored_campaigns, view
 from kvwatch.app.commands.common import add_store_options, chosen_database, open_for_reading, timestamp
 from kvwatch.app.commands.serve import resolve_config
 from kvwatch.app.compare.settings import min_steady_by_host
@@ -82,6 +83,7 @@ def _gather(store: Store, host: str, args: argparse.Namespace) -> ReportData:
     runs = list_runs(store, host)
     data.run_starts = [(r.started_at, r.id) for r in runs if window.contains(r.started_at)]
     data.runs = summarize_runs([r for r in runs if _overlaps(r, window)], data.events)
+    data.campaigns = [view(c) for c in stored_campaigns(store, host)]
     if not args.no_compare:
         # the host's one steady minimum: the config's when the store is the config's, else as recorded
         config = resolve_config(args.config) if chosen_database(args) is None else None

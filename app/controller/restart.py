@@ -79,6 +79,8 @@ class HostController(BringUp):
         # A message it returns is the panel's notice (GET .../controller).
         self.on_takeover: Callable[[Operation], str | None] | None = None
         self.notice: dict[str, Any] | None = None
+        # Told of every restart this controller begins (a campaign pauses for one that is not its own).
+        self.watchers: list[Callable[[Operation], None]] = []
 
     @property
     def name(self) -> str:
@@ -107,6 +109,7 @@ class HostController(BringUp):
         """Carry over what a reload must not reset: the last operation (the restart panel shows it),
         the restart-loop cap's recent starts, and the leases this process took."""
         self.last, self.on_takeover, self.notice = old.last, old.on_takeover, old.notice
+        self.watchers = list(old.watchers)
         self._window.inherit(old._window)
         self._own_ops |= old._own_ops
 
@@ -209,6 +212,8 @@ class HostController(BringUp):
         self._views.forget()
         self._thread = threading.Thread(target=self._run, args=(op,), name=f"restart-{self.name}", daemon=True)
         self._thread.start()
+        for watcher in self.watchers:
+            watcher(op)
         return op
 
     def _recheck_locked(self, expected_run: str | None) -> None:

@@ -91,6 +91,7 @@ class Prediction:
     queue_req: float | None
     risks: list[dict[str, str]] = field(default_factory=list)
     basis: dict[str, Any] = field(default_factory=dict)
+    left_after_graphs_gib: float | None = None  # GPU memory the new pool would leave after CUDA graphs
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +101,7 @@ class Prediction:
             "queue_req": self.queue_req,
             "risks": self.risks,
             "basis": self.basis,
+            "left_after_graphs_gib": self.left_after_graphs_gib,
         }
 
 
@@ -168,7 +170,8 @@ def predict(inputs: Inputs, changes: dict[str, Any]) -> Prediction:
     queue = None
     if running is not None and inputs.workload.demand is not None:
         queue = round(max(inputs.workload.demand - running, 0.0), 1)
-    prediction = Prediction(pool.tokens, running, throughput, queue)
+    left = None if pool.left_after_graphs_gib is None else round(pool.left_after_graphs_gib, 2)
+    prediction = Prediction(pool.tokens, running, throughput, queue, left_after_graphs_gib=left)
     prediction.basis = {
         **inputs.notes,
         "changes": changes,

@@ -50,6 +50,7 @@ class ReportData:
     runs: list[RunSummary] = field(default_factory=list)  # the runs the window overlaps
     facts: dict[str, Any] = field(default_factory=dict)  # run flags and capacity, when known
     comparison: dict[str, Any] | None = None
+    campaigns: list[dict[str, Any]] = field(default_factory=list)  # app/campaign's views, oldest first
     run_starts: list[tuple[float, str]] = field(default_factory=list)  # (t, run id): marked on the charts
     # Per metric: how many of its points are 10 s rollup buckets (raw samples pruned by retention).
     rollup_points: dict[str, int] = field(default_factory=dict)

@@ -162,6 +162,20 @@ def _comparison_section(result: dict[str, Any] | None) -> str:
     return "<h2>Comparison of this host's runs</h2>" + _table(["config", *(r["label"] for r in shown)], body) + note
 
 
+def _campaigns_section(data: ReportData) -> str:
+    """Each tuning campaign of the host: every step predicted vs measured, skipped and why, the prices."""
+    parts = []
+    for campaign in data.campaigns:
+        table = campaign["table"]
+        columns = list(table[0]) if table else []
+        head = (f"<h2>Campaign {html.escape(campaign['id'])}: {html.escape(campaign['state'])}</h2>"
+                f"<p class=meta>{html.escape(campaign.get('reason') or '')}</p>")
+        prices = "".join(f"<li>{html.escape(text)}</li>" for text in campaign.get("prices", []))
+        parts.append(head + _table(columns, [[row[c] for c in columns] for row in table])
+                     + (f"<ul class=prices>{prices}</ul>" if prices else ""))
+    return "".join(parts)
+
+
 def render_html(data: ReportData) -> str:
     """The whole page; about 5 MB, nearly all of it plotly.js."""
     fig = figure(data)
@@ -175,6 +189,6 @@ def render_html(data: ReportData) -> str:
         f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
         f"<h1>{html.escape(title)}</h1><div class=meta>{meta}</div>"
         f"{chart}{_facts_section(data)}{_summary_section(data)}{_runs_section(data)}"
-        f"{_comparison_section(data.comparison)}"
+        f"{_comparison_section(data.comparison)}{_campaigns_section(data)}"
         f"{_events_section(data)}</body></html>\n"
     )
