@@ -45,6 +45,9 @@ COMPONENT_MARKERS = ("browser", "sshd", "postgres", "promtool")
 # processes of their own and wait on them: marked `process`, so `make check` leaves them out with the
 # real components (tests/meta/test_check_tier.py keeps the list true). `make test` runs them all.
 PROCESS_MODULES: tuple[str, ...] = (
+    "tests/campaign/test_campaign_demo.py",
+    "tests/campaign/test_campaign_page.py",
+    "tests/campaign/test_campaign_survives.py",
     "tests/alerts/test_alert_one_sender.py",
     "tests/compare/test_simulated_story.py",
     "tests/controller/test_demo_state_dir.py",

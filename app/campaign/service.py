@@ -24,9 +24,9 @@ from kvwatch.app.controller.operation import Operation, new_run_id
 from kvwatch.app.controller.restart import HostController
 from kvwatch.app.diagnosis.service import predict_host
 from kvwatch.app.errors import Conflict, NotFound
-from kvwatch.app.periodic import Periodic
 from kvwatch.app.runs.registry import list_runs
 from kvwatch.app.store.base import Store
+from kvwatch.collectors.periodic import Periodic
 
 if TYPE_CHECKING:
     from kvwatch.app.services import Services

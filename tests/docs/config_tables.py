@@ -12,6 +12,7 @@ from typing import Any
 from pydantic_core import PydanticUndefined
 
 from kvwatch.app.alerts.rules import SETTINGS, AlertsTable
+from kvwatch.app.campaign.settings import CampaignTable
 from kvwatch.app.compare.settings import CompareTable
 from kvwatch.app.config import HOST_TABLES, ConfigFile, HostTable, ServerTable
 from kvwatch.app.config_tables import Table
@@ -25,6 +26,7 @@ TABLES: dict[str, tuple[type[Table], frozenset[str]]] = {
     "[[vetoes]]": (VetoTable, frozenset()),
     "[hosts.restart]": (RestartTable, frozenset()),
     "[hosts.compare]": (CompareTable, frozenset()),
+    "[hosts.campaign]": (CampaignTable, frozenset()),
     "[alerts]": (AlertsTable, frozenset(SETTINGS)),
     **{f"[alerts.{rule}]": (model, frozenset()) for rule, model in SETTINGS.items()},
 }

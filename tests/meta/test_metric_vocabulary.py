@@ -21,6 +21,11 @@ ROOT = Path(__file__).resolve().parents[2]
 CATALOG_DIR = ROOT / "app" / "metrics_catalog"
 # file -> metric-name literals still in it (to be read from the catalog instead)
 REMAINING: dict[str, int] = {
+    # merged the same day as this list: the campaign's objective and measured fields
+    "app/campaign/measure.py": 7,
+    "app/campaign/model.py": 3,
+    "app/campaign/settings.py": 3,
+    "app/campaign/table.py": 6,
     "app/alerts/engine.py": 2,
     "app/alerts/rules.py": 1,
     "app/alerts/signals.py": 7,
