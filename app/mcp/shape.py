@@ -187,3 +187,22 @@ def fit(answer: dict[str, Any], limit: int = ANSWER_LIMIT) -> dict[str, Any]:
 
 def _size(answer: Any) -> int:
     return len(json.dumps(answer, indent=2, default=str).encode())
+
+
+def campaign_view(campaign: dict[str, Any]) -> dict[str, Any]:
+    """A campaign in a few lines: its state, the step under way, the table (predicted vs measured, skipped
+    and why) and the price sentences; the plan's full flag sets are left out."""
+    steps = campaign.get("steps") or []
+    current = campaign.get("current")
+    under_way = steps[current] if isinstance(current, int) and 0 <= current < len(steps) else None
+    return fit({
+        "id": campaign.get("id"),
+        "host": campaign.get("host"),
+        "state": campaign.get("state"),
+        "reason": campaign.get("reason") or None,
+        "step_under_way": None if under_way is None else {
+            "candidate": (under_way.get("candidate") or {}).get("name"), "phase": under_way.get("phase"),
+            "run_id": under_way.get("run_id")},
+        "table": campaign.get("table") or [],
+        "prices": campaign.get("prices") or [],
+    })

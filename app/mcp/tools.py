@@ -143,6 +143,44 @@ def register_restart(server: MCPServer, backend: Backend) -> None:
                 "next": f"wait(host={host!r}, until='ready') for the new server"}
 
 
+def register_campaign_status(server: MCPServer, backend: Backend) -> None:
+    @server.tool(description=(
+        "A host's tuning campaign (kvwatch restarts the server through candidate configs on the live job and "
+        "measures each on its steady state): state, the step under way, a table of every step (predicted "
+        "against measured KV tokens, concurrency and tok/s; skipped ones with the reason) and the price "
+        "sentences. Refused with a sentence when the host never had one."))
+    async def campaign_status(host: str, ctx: Context) -> dict[str, Any]:
+        return shape.campaign_view(await _asked(backend(ctx).get(f"/api/campaign/{_host(host)}")))
+
+
+def register_campaign_control(server: MCPServer, backend: Backend) -> None:
+    """Only for a server started with a control token, like `restart`."""
+
+    @server.tool(description=(
+        "Plan a tuning campaign on a host: `plan` holds [hosts.campaign]'s keys (`presets`, or `lever` with "
+        "`values`, or `grid`; `objective`, `max_queue`, `max_usage`, budgets), or leave it out to use the "
+        "host's configured plan. Predicts every candidate and skips vetoed and out-of-memory ones; restarts "
+        "nothing. Returns the campaign (its id and table); then `campaign_start` to carry it out."))
+    async def campaign_plan(host: str, ctx: Context, plan: dict[str, Any] | None = None) -> dict[str, Any]:
+        return shape.campaign_view(await _asked(backend(ctx).post(f"/api/campaign/{_host(host)}/plan", plan or {})))
+
+    @server.tool(description=(
+        "Start the planned campaign on a host (`campaign`: its id from `campaign_plan`). kvwatch restarts the "
+        "server through each candidate, with the controller's validation, vetoes and limits; follow it with "
+        "`campaign_status` or `wait`."))
+    async def campaign_start(host: str, ctx: Context, campaign: str | None = None) -> dict[str, Any]:
+        body = {"campaign": campaign} if campaign else {}
+        return shape.campaign_view(await _asked(backend(ctx).post(f"/api/campaign/{_host(host)}/start", body)))
+
+    @server.tool(description=(
+        "Pause, resume or stop a host's campaign (`action`): pause and stop leave the host on a known config "
+        "(stop: the best so far)."))
+    async def campaign_control(host: str, action: str, ctx: Context) -> dict[str, Any]:
+        if action not in ("pause", "resume", "stop"):
+            raise ToolError("`action` is one of pause, resume, stop")
+        return shape.campaign_view(await _asked(backend(ctx).post(f"/api/campaign/{_host(host)}/{action}", {})))
+
+
 def register_resources(server: MCPServer, backend: Backend) -> None:
     @server.resource("kvwatch://runs/{run_id}/report", mime_type="text/markdown", description=(
         "A run's report in Markdown: its non-default flags, times, steady window, its steady statistics "

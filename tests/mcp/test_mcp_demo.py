@@ -13,7 +13,8 @@ from tests.mcp.agent import LIMIT, TRANSPORTS, Agent, in_thread
 from tests.terminal.demo import Demo, running_demo, wait_until
 
 TOKEN = "mcp-test-token-5d0c2a7e91f34b68"
-READING = ["compare", "diagnose", "hosts", "predict", "status", "wait"]
+READING = ["campaign_status", "compare", "diagnose", "hosts", "predict", "status", "wait"]
+CONTROL = ["campaign_control", "campaign_plan", "campaign_start", "restart"]
 BOTH = pytest.mark.parametrize("transport", sorted(TRANSPORTS))
 
 
@@ -44,8 +45,8 @@ def talk(transport: str, demo: Demo, token: str | None, scenario: Any) -> Agent:
 
 @pytest.mark.parametrize(("transport", "token", "tools"), [
     ("stdio", None, READING),
-    ("stdio", TOKEN, sorted([*READING, "restart"])),
-    ("http", None, sorted([*READING, "restart"])),  # the app has a token: listed, and refused without it
+    ("stdio", TOKEN, sorted([*READING, *CONTROL])),
+    ("http", None, sorted([*READING, *CONTROL])),  # the app has a token: listed, and refused without it
 ])
 def test_tools_are_listed_with_restart_only_under_a_control_token(
         demo: Demo, transport: str, token: str | None, tools: list[str]) -> None:
@@ -134,6 +135,31 @@ def test_resources_a_run_report_and_a_series_window(demo: Demo) -> None:
         assert len(body) < LIMIT and '"unit":"ratio"' in body and body.count("],[") < 60
 
     talk("stdio", demo, None, scenario)
+
+
+def test_a_campaign_planned_by_an_agent_predicts_skips_and_is_stopped(demo: Demo) -> None:
+    async def plan(agent: Agent) -> None:
+        planned = await agent.call("campaign_plan", host="demo")
+        assert not planned.error, planned.text
+        assert planned.data["state"] == "planned"
+        steps = {row["candidate"]: row for row in planned.data["table"]}
+        assert steps["fp8-0.90"]["status"] == "skipped" and "fp8" in steps["fp8-0.90"]["why"], steps
+        assert steps["hicache-0.93"]["status"] == "skipped", steps
+        assert steps["hicache-0.88"]["status"] == "planned", steps
+
+    async def read(agent: Agent) -> None:
+        shown = await agent.call("campaign_status", host="demo")
+        assert shown.data["state"] == "planned" and len(shown.data["table"]) == 3
+
+    async def stop(agent: Agent) -> None:
+        stopped = await agent.call("campaign_control", host="demo", action="stop")
+        assert not stopped.error and stopped.data["state"] == "stopped", stopped.text
+        wrong = await agent.call("campaign_control", host="demo", action="explode")
+        assert wrong.error and "pause, resume, stop" in wrong.text
+
+    talk("http", demo, TOKEN, plan)
+    talk("stdio", demo, None, read)
+    talk("stdio", demo, TOKEN, stop)
 
 
 def test_restart_refused_without_the_token_and_accepted_with_it(demo: Demo) -> None:
