@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from kvwatch.app.commands.common import DEMO_HOST
 from kvwatch.app.commands.demo import demo_config, wire
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
@@ -31,7 +32,7 @@ def demo(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> Ite
     services = build_services(demo_config(world, tmp_path))
     try:
         url = serve_app(create_app(services)).url
-        wire(world, services)
+        wire({DEMO_HOST: world}, services)
         yield url
     finally:
         if services.campaigns is not None:
