@@ -149,6 +149,11 @@ export async function fetchCampaign(host) {
   return response.json();
 }
 
+// plan, start, pause, resume or stop the host's campaign (the control token, as a restart needs).
+export function postCampaign(host, action, body, token) {
+  return postJSON(`/api/campaign/${encodeURIComponent(host)}/${action}`, body, { Authorization: `Bearer ${token}` });
+}
+
 // Every flag of the host's sglang (names, defaults, choices).
 export function fetchFlagOptions(host) {
   return getJSON(hostPath(host, "flags"));

@@ -311,7 +311,9 @@ async function refreshCampaign() {
   const host = state.host;
   if (!host) return;
   const answer = await watched("campaign", fetchCampaign(host));
-  if (host === state.host) renderCampaign($("campaign-panel"), answer);
+  // A host with a controller can be given a campaign: its restart panel is shown (hostpanels.js).
+  const canPlan = !$("controller-panel").hidden;
+  if (host === state.host) renderCampaign($("campaign-panel"), answer, { host, canPlan, onChanged: refreshCampaign });
 }
 
 function rangeOf(event) {

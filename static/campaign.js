@@ -2,7 +2,43 @@
 // planned, started, paused and stopped through the API or `kvwatch campaign`). The plan with each
 // candidate's prediction, the step under way and its phase, then the final table and the price
 // sentences. Every value is server text: text nodes only (dom.js's `el`).
+import { postCampaign } from "./api.js";
 import { el } from "./dom.js";
+
+const TOKEN_KEY = "kvwatch-token";  // the restart panel's: sessionStorage only, never the URL
+// What a person may do with a campaign in each state (the API refuses anything else with a sentence).
+const ACTIONS = {
+  none: ["plan"], planned: ["start", "stop"], running: ["pause", "stop"], paused: ["resume", "stop"],
+  done: ["plan"], stopped: ["plan"], failed: ["plan"],
+};
+const LABELS = { plan: "plan from [hosts.campaign]", start: "start (confirm this plan)", pause: "pause",
+                 resume: "resume", stop: "stop" };
+
+// The buttons of the campaign's state; a click POSTs with the token the restart panel keeps, then
+// `onChanged` fetches the campaign again. A refusal is shown as the API's sentence.
+function actions(host, answer, onChanged) {
+  const message = el("p", { class: "campaign-message", "data-testid": "campaign-message", role: "status" });
+  const wanted = ACTIONS[answer ? answer.state : "none"] || [];
+  const buttons = wanted.map((action) => el("button", {
+    type: "button", "data-testid": `campaign-${action}`,
+    onclick: async () => {
+      const token = sessionStorage.getItem(TOKEN_KEY) || "";
+      if (!token) {
+        message.textContent = "enter the control token in the restart panel first";
+        return;
+      }
+      const body = action === "start" ? { campaign: answer.id } : {};
+      const { status, answer: reply } = await postCampaign(host, action, body, token);
+      if (status >= 400) {
+        const detail = typeof reply.detail === "string" ? reply.detail : JSON.stringify(reply.detail ?? reply);
+        message.textContent = `${action} refused (HTTP ${status}): ${detail}`;
+        return;
+      }
+      onChanged();
+    },
+  }, LABELS[action]));
+  return el("div", { class: "campaign-actions" }, ...buttons, message);
+}
 
 function liveStep(answer) {
   if (answer.current === null || answer.current === undefined) return null;
@@ -21,11 +57,12 @@ function table(answer) {
       ...columns.map((c) => el("td", { text: row[c] })))));
 }
 
-// `answer` is null when the host has no campaign: the panel hides.
-export function renderCampaign(container, answer) {
-  container.hidden = !answer;
+// `answer` is null when the host has no campaign: the panel hides, unless the host has a controller
+// (`canPlan`), when it offers to plan one.
+export function renderCampaign(container, answer, { host, canPlan = false, onChanged = () => {} } = {}) {
+  container.hidden = !answer && !canPlan;
   if (!answer) {
-    container.replaceChildren();
+    container.replaceChildren(...(canPlan ? [el("h2", { text: "campaign" }), actions(host, null, onChanged)] : []));
     return;
   }
   const prices = answer.prices || [];
@@ -33,6 +70,7 @@ export function renderCampaign(container, answer) {
     el("h2", { text: `campaign ${answer.id}` }),
     el("p", { "data-testid": "campaign-state", "data-state": answer.state,
               text: answer.state + (answer.reason ? `: ${answer.reason}` : "") }),
+    actions(host, answer, onChanged),
     liveStep(answer),
     table(answer),
     prices.length
