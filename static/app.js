@@ -654,7 +654,23 @@ function showFleet(picker) {
   } });
   refreshFleet();
 }
-const refreshFleet = throttle(() => (state.fleet ? watched("fleet", state.fleet.refresh()) : null), 1000);
+// At once when idle, then at most once a second: an alert's news reaches the table without waiting.
+const refreshFleet = leadingThrottle(() => (state.fleet ? watched("fleet", state.fleet.refresh()) : null), 1000);
+
+function leadingThrottle(fn, ms) {
+  let last = -Infinity;
+  let timer = null;
+  return () => {
+    if (timer) return;
+    const wait = last + ms - performance.now();
+    if (wait <= 0) {
+      last = performance.now();
+      fn();
+      return;
+    }
+    timer = setTimeout(() => { timer = null; last = performance.now(); fn(); }, wait);
+  };
+}
 
 async function main() {
   const catalog = fetchCatalog();  // the charts to build, fetched beside the hosts

@@ -182,6 +182,11 @@ export function dropFrom(element, index, t) {
   if (keep < 0) return false;
   trace.x.splice(keep);
   trace.y.splice(keep);
+  // a gap's break left last marks nothing: the next point brings its own if it is far (gappedAfter)
+  while (trace.y.length && trace.y[trace.y.length - 1] === null) {
+    trace.x.pop();
+    trace.y.pop();
+  }
   Plotly.redraw(element);
   return true;
 }
