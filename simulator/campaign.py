@@ -68,17 +68,18 @@ def _span(value: Range, fmt: str = ".0f") -> str:
 
 
 HICACHE: tuple[tuple[str, object], ...] = (("enable-hierarchical-cache", True), ("hicache-size", 48))
-# `differs`: measured from the demo's store (tests/simulator/test_demo_campaign.py, two runs at --speed 8,
-# 2026-12-06): default 110 running, 1,105-1,131 tok/s; 0.88 71-85 running (71 in a CI run), queue 65-73; fp8 usage 0.88.
+# `differs`: where the run's own figures conflict, the demo follows the 0.88 run's point figures (~2.2K
+# tokens held a request) and says what it plays instead (BENCHMARKS.md, "The demo's numbers"). Closed-loop
+# engine, 10 seeds, each story run's second half (2026-12-06): default 49-52 running, 0.88 67-70,
+# fp8 usage 0.88-0.92.
 CAMPAIGN: tuple[Config, ...] = (
     Config("default", (("mem-fraction-static", 0.85),), 116_000, running=(35, 50), gen_tps=(600, 850),
-           differs=(("running", (95, 130)), ("gen_tps", (1000, 1250)))),
+           differs=(("running", (45, 54)),)),
     Config("hicache-0.88", (("mem-fraction-static", 0.88), *HICACHE), 159_000, running=(72, 72),
-           usage=(0.96, 0.96), queue=(79, 79), gen_tps=(930, 930),
-           differs=(("running", (68, 90)), ("queue", (60, 80)))),
+           usage=(0.96, 0.96), queue=(79, 79), gen_tps=(930, 930)),
     Config("fp8-0.90", (("mem-fraction-static", 0.90), ("kv-cache-dtype", "fp8_e4m3"), *HICACHE), 376_000,
            running=(150, 150), usage=(0.61, 0.63), queue=(0, 0), gen_tps=(1300, 1450), vetoed=True,
-           differs=(("usage", (0.83, 0.92)),)),
+           differs=(("usage", (0.85, 0.93)),)),
     Config("hicache-0.93", (("mem-fraction-static", 0.93), *HICACHE), None,
            fails="runs out of memory at start (CUDA graph capture)"),
 )
@@ -94,7 +95,7 @@ def within(measured: float, expected: Range) -> bool:
 
 # Seconds from the demo's start (speed 1) to its token-usage alert: the default config's first decode
 # line at usage >= 0.95 (measured 2026-12-06 on this 2-core machine under load; README states it).
-ALERT_AFTER_S = 55
+ALERT_AFTER_S = 43
 STORY_COLUMNS = ("story time", "preset", "flags", "KV tokens", "concurrent decode reqs", "token usage", "queue",
                  "gen tok/s")
 

@@ -8,17 +8,19 @@ requests with the least output are retracted to the front of the queue and the r
 Decode step time is `a + b * batch`, so throughput grows with concurrency and saturates near 1/b.
 Time is simulated: `advance_to(t)` runs steps until the engine's clock reaches t.
 
-Calibration (FITTED to the run's table, B2 workload, 150 requests kept in flight, 30 simulated
-minutes, warm-up excluded; `tests/simulator/test_engine.py` checks the ranges):
+Calibration (FITTED to the run's table, B2 workload, 150 requests kept in flight from a cold start,
+second half of each story run (120 s, 300 s, 480 s), 10 seeds; `tests/simulator/test_engine.py` checks
+the ranges):
 
     config               tokens   running      usage        queue       gen tok/s
-    0.85 default         115,980  55 (35-50)   0.98         95          765 (600-850)
-    0.88 + hicache 48    158,983  73 (72)      0.98 (0.96)  77 (79)     927 (930, 600-1300)
-    0.90 + fp8 + hicache 375,304  150 (150)    0.83 (0.62)  0 (0)       1385 (1300-1450)
+    0.85 default         115,980  49-52 (35-50) 0.97        98-101      720-760 (600-850)
+    0.88 + hicache 48    158,983  67-70 (72)   0.97 (0.96)  80-83 (79)  905-935 (930)
+    0.90 + fp8 + hicache 375,304  150 (150)    0.88-0.92 (0.62) 0 (0)   1375-1395 (1300-1450)
 
-(measured in parentheses). Constants: step 0.050 s + 0.00038 s per running request; the ratio's
-floor 0.015 and its rise per retraction capped at 0.01 (SGLang: floor 0.1 x conservativeness,
-uncapped), without which usage sags after each retraction instead of holding near the top.
+(measured in parentheses; where the run's figures conflict, BENCHMARKS.md says which are followed).
+Constants: step 0.047 s + 0.00036 s per running request; the ratio's floor 0.015 and its rise per
+retraction capped at 0.01 (SGLang: floor 0.1 x conservativeness, uncapped), without which usage sags
+after each retraction instead of holding near the top.
 """
 
 from __future__ import annotations
@@ -79,8 +81,8 @@ class EngineConfig:
     max_running_requests: int = 2048
     max_prefill_tokens: int = 16384
     decode_log_interval: int = 40
-    step_base_s: float = 0.050  # fitted: 35-50 reqs -> 600-850, 72 -> ~930, 150 -> ~1400 tok/s
-    step_per_req_s: float = 0.00038
+    step_base_s: float = 0.047  # fitted: ~50 reqs -> ~740, 70 -> ~920, 150 -> ~1385 tok/s
+    step_per_req_s: float = 0.00036
     prefill_tokens_per_s: float = 30000.0
     cuda_graph_max_bs: int = 256
     init_new_token_ratio: float = 0.7

@@ -17,7 +17,7 @@ import pytest
 from kvwatch.app.compare import compare_runs, compute_run_stats, render
 from kvwatch.app.compare.offline import load_logs
 from kvwatch.app.runs import list_runs
-from tests.compare.simplay import STORY_SPECS, play_campaign
+from tests.compare.simplay import SLOW_SETTLING, STORY_SPECS, play_campaign
 
 LEVELS = ("gen_throughput", "running_req", "token_usage", "queue_req")
 
@@ -25,7 +25,7 @@ LEVELS = ("gen_throughput", "running_req", "token_usage", "queue_req")
 @pytest.fixture(scope="module")
 def story(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path = tmp_path_factory.mktemp("story") / "sglang_inference.log"
-    played = play_campaign(path, STORY_SPECS, duration_s=3600.0, seed=0)
+    played = play_campaign(path, STORY_SPECS, duration_s=3600.0, seed=0, dataset=SLOW_SETTLING)
     store, hosts = load_logs([path])
     runs = list_runs(store, hosts[0])
     stats, result = compare_runs(store, runs, baseline=runs[2].id)

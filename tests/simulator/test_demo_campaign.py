@@ -65,4 +65,5 @@ def test_the_demo_plays_each_configs_declared_numbers(tmp_path: Path) -> None:
                 expected = config.plays(name)
                 if expected is not None and not campaign.within(values[metric], expected):
                     misses.append((preset, name, values[metric], expected))
+        print("MEASURED", measured)
         assert not misses, measured

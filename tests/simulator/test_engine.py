@@ -9,7 +9,7 @@ import statistics
 import pytest
 
 from kvwatch.parsers import create_parser
-from kvwatch.simulator import demo
+from kvwatch.simulator import campaign, demo
 from kvwatch.simulator.clock import SimClock
 from kvwatch.simulator.engine import Engine, EngineConfig, Request
 from kvwatch.simulator.logwriter import LogWriter
@@ -63,6 +63,24 @@ def test_hicache_088_saturates_like_the_measured_run(saturated: list[dict[str, o
     assert 600 <= median(saturated, "gen_throughput") <= 1300
 
 
+FIELDS = (("running_req", "running"), ("token_usage", "usage"), ("queue_req", "queue"),
+          ("gen_throughput", "gen_tps"))
+
+
+@pytest.mark.parametrize(("preset", "horizon"), [("default", 120.0), ("hicache-0.88", 300.0), ("fp8-0.90", 480.0)])
+def test_each_story_run_settles_on_its_declared_numbers_within_its_length(preset: str, horizon: float) -> None:
+    # the demo's story runs each config this long from a cold start; its second half is what it shows
+    text = run_closed_loop(preset, horizon=horizon)
+    parser = create_parser("sglang")
+    decodes = [r for i, line in enumerate(text.splitlines(), 1) for r in parser.feed(i, line) if r["kind"] == "decode"]
+    second_half = decodes[len(decodes) // 2:]
+    config = campaign.BY_PRESET[preset]
+    misses = [(name, median(second_half, key), config.plays(name)) for key, name in FIELDS
+              if config.plays(name) is not None
+              and not campaign.within(median(second_half, key), config.plays(name))]  # type: ignore[arg-type]
+    assert misses == []
+
+
 def test_fp8_run_has_room_and_no_queue() -> None:
     rows = steady_decodes(run_closed_loop("fp8-0.90"))
     # measured: 150 running, usage 0.61-0.63, queue 0, 1300-1450 tok/s
@@ -84,9 +102,12 @@ def test_throughput_grows_with_concurrency_and_saturates() -> None:
 
 
 def test_start_is_a_burst() -> None:
+    # with room for all 150, each prefill batch at the start is as full as the prefill budget allows
     text = run_closed_loop("fp8-0.90", horizon=30)
-    first = next(line for line in text.splitlines() if "Prefill batch" in line)
-    assert int(first.split("#new-seq: ")[1].split(",")[0]) >= 30
+    first = [line for line in text.splitlines() if "Prefill batch" in line][:3]
+    new_tokens = [int(line.split("#new-token: ")[1].split(",")[0]) for line in first]
+    assert all(n >= 0.9 * EngineConfig(max_total_num_tokens=1).max_prefill_tokens for n in new_tokens), first
+    assert sum(int(line.split("#new-seq: ")[1].split(",")[0]) for line in first) >= 30
 
 
 def test_same_seed_same_log() -> None:
