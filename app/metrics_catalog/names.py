@@ -32,3 +32,9 @@ GPU_MEM_TOTAL_MIB: Final = "gpu_mem_total_mib"
 # constant); tests/meta/test_metric_vocabulary.py checks each against its constants.
 Objective = Literal["gen_throughput", "completion_rate"]  # the rates a campaign may maximise
 Completions = Literal["completions"]  # `kvwatch wait --until completions>=N` waits on this series
+
+
+def by_constant() -> dict[str, str]:
+    """Every name above under its constant's: /api/catalog's `names`, so the page's code (static/names.js)
+    reads a metric's name from the server as app/ reads it from here."""
+    return {key: value for key, value in globals().items() if key.isupper() and isinstance(value, str)}
