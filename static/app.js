@@ -6,6 +6,7 @@ import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
 import { renderCampaign } from "./campaign.js";
 import { renderDiagnosis } from "./diagnosis.js";
+import { NAMES, setNames } from "./names.js";
 import { createNowRow } from "./nowrow.js";
 import { PANELS, labelTrace, renderChartSlots, setGpuParts, tracesFor } from "./panels.js";
 import { plotlyReady } from "./plotly.js";
@@ -353,11 +354,11 @@ function updateLiveBadge() {
 }
 
 // The completion rate is derived by the server, not streamed: fetched from where its line ends.
-const RATE = "completion_rate";
 const fetchRate = throttle(async () => {
-  const drawn = tracesFor(RATE);
+  const rate = NAMES.COMPLETION_RATE;
+  const drawn = tracesFor(rate);
   const since = drawn.length ? sinceLast($(drawn[0].panel.id), drawn[0].index) : undefined;
-  const series = await watched("completion rate", fetchSeries(state.host, RATE, { since, maxPoints: 500 }));
+  const series = await watched("completion rate", fetchSeries(state.host, rate, { since, maxPoints: 500 }));
   if (!series) return;
   if (!state.zoom && series.points.length) {  // drawn like the stream's points, never over a refill
     for (const { panel, index } of drawn) queuePoints(panel.id, index, withPositions(series.points));
@@ -523,7 +524,7 @@ function onSample({ host, points, stamp_index: stampIndex }) {
     noteExtent(values);
     if (state.zoom) continue;
     queueLive(metric, values);
-    if (metric === "completions") fetchRate();
+    if (metric === NAMES.COMPLETIONS) fetchRate();
     if (metric.startsWith("gpu_")) fetchGpuParts();
   }
   scheduleDraw();
@@ -677,13 +678,14 @@ async function main() {
   setupTheme($("theme"));
   setupNotifyButton($("notify"));
   state.banner = createAlertBanner($("alert-banner"), { onChanged: refreshAlerts });
-  state.nowRow = createNowRow($("now-row"));
   const wanted = readLocation(location);
   state.range = wanted.range;
   renderRangeButtons($("range-picker"), state.range, pickRange);
   const alerts = refreshAlerts();  // the banner does not wait for plotly.js or the charts
   const picker = $("host-picker");
-  const [hosts, { charts, metrics }] = await Promise.all([fetchHosts(), catalog]);
+  const [hosts, { charts, metrics, names }] = await Promise.all([fetchHosts(), catalog]);
+  setNames(names);  // before the now row, which shows status fields by these names
+  state.nowRow = createNowRow($("now-row"));
   renderChartSlots($("charts"), charts, metrics);
   state.hosts = hosts;
   for (const host of state.hosts) picker.add(new Option(host.name, host.name));

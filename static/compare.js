@@ -3,12 +3,14 @@
 import { compareURL, fetchCompare, fetchCompareText, fetchRuns } from "./api.js";
 import { el } from "./dom.js";
 import { fmt } from "./flageditor.js";
+import { NAMES } from "./names.js";
 import { drawOverlay } from "./overlay.js";
 import { watched } from "./problems.js";
 
 const state = { host: null, runs: [], chosen: [], baseline: null, windows: {}, align: "start", result: null,
                 minSteady: null };  // minSteady: seconds set on the page; null = the host's configured minimum
-const OVERLAY = ["gen_throughput", "token_usage"];
+// The overlay chart's series; read when asked for: the names arrive with the page's first catalog answer.
+const overlay = () => [NAMES.GEN_THROUGHPUT, NAMES.TOKEN_USAGE];
 
 export async function showCompare(root, host) {
   state.host = host;
@@ -88,7 +90,7 @@ function query(format) {
   }
   if (state.minSteady !== null) query.set("min_steady", String(state.minSteady));
   if (format) query.set("format", format);
-  else { query.set("overlay", OVERLAY.join(",")); query.set("align", state.align); query.set("max_points", "800"); }
+  else { query.set("overlay", overlay().join(",")); query.set("align", state.align); query.set("max_points", "800"); }
   return query;
 }
 

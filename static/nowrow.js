@@ -1,20 +1,25 @@
 // The row of current values at the top: the selected host now, readable without hovering a chart.
 // Filled from /api/hosts/{name}/status, the newest values then follow the stream's samples.
 import { el } from "./dom.js";
+import { NAMES } from "./names.js";
 import { formatDuration } from "./status.js";
 
-const CELLS = [
-  // [testid, label, status field, format]
-  ["now-gen", "gen tok/s", "gen_throughput", (v) => Math.round(v).toLocaleString("en-US")],
-  ["now-gen-mean", "5-min mean", "gen_throughput_mean", (v) => Math.round(v).toLocaleString("en-US")],
-  ["now-usage", "KV token usage", "token_usage", (v) => v.toFixed(3)],
-  ["now-running", "running", "running_req", (v) => Math.round(v).toLocaleString("en-US")],
-  ["now-queue", "queue", "queue_req", (v) => Math.round(v).toLocaleString("en-US")],
-  ["now-rate", "completions/s", "completion_rate", (v) => v.toFixed(2)],
+const count = (v) => Math.round(v).toLocaleString("en-US");
+const MEAN = "gen_throughput_mean";  // the server's mean of the throughput, a status field of its own
+// [testid, label, status field, format]; a metric's field is its catalog name (names.js), so the row is
+// built once app.js has set the names.
+const cellsOf = (names) => [
+  ["now-gen", "gen tok/s", names.GEN_THROUGHPUT, count],
+  ["now-gen-mean", "5-min mean", MEAN, count],
+  ["now-usage", "KV token usage", names.TOKEN_USAGE, (v) => v.toFixed(3)],
+  ["now-running", "running", names.RUNNING_REQ, count],
+  ["now-queue", "queue", names.QUEUE_REQ, count],
+  ["now-rate", "completions/s", names.COMPLETION_RATE, (v) => v.toFixed(2)],
   ["now-eta", "ETA", "eta_s", (v) => formatDuration(v)],
 ];
 const FULL_MEAN_S = 300;  // the server's longest mean window; a younger run's mean covers the run alone
-const LIVE = new Set(["gen_throughput", "token_usage", "running_req", "queue_req"]);
+// The cells a live sample updates: the stream's metrics the row shows as "now".
+const liveOf = (names) => new Set([names.GEN_THROUGHPUT, names.TOKEN_USAGE, names.RUNNING_REQ, names.QUEUE_REQ]);
 const FLAG_LIMIT = 12;
 
 // 14 s, 3 min 20 s: the span a mean covers, to the second.
@@ -34,8 +39,9 @@ function cell(testid, label) {
 
 export function createNowRow(root) {
   const cells = new Map();
+  const live = liveOf(NAMES);
   root.replaceChildren();
-  for (const [testid, label, field, format] of CELLS) {
+  for (const [testid, label, field, format] of cellsOf(NAMES)) {
     const box = cell(testid, label);
     cells.set(field, { box, format });
     root.append(box);
@@ -49,7 +55,7 @@ export function createNowRow(root) {
 
   // "mean over 14 s" while the run is younger than the full window: the server never averages two runs.
   const meanLabel = (seconds) => {
-    const label = cells.get("gen_throughput_mean").box.querySelector(".now-label");
+    const label = cells.get(MEAN).box.querySelector(".now-label");
     const young = seconds !== null && seconds !== undefined && seconds < FULL_MEAN_S;
     label.textContent = young ? `mean over ${formatSeconds(seconds)}` : "5-min mean";
   };
@@ -97,7 +103,7 @@ export function createNowRow(root) {
     },
     // A live sample: the newest value of a metric the row shows as "now".
     sample(metric, value) {
-      if (LIVE.has(metric)) show(metric, value);
+      if (live.has(metric)) show(metric, value);
     },
   };
 }

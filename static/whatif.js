@@ -2,9 +2,13 @@
 // and how earlier predictions compared with what their runs measured (GET .../predictions).
 // Every value is text (textContent): risks and bases quote log lines.
 import { el } from "./dom.js";
+import { NAMES } from "./names.js";
 
 const count = (v) => (v === null || v === undefined ? "unknown" : Math.round(v).toLocaleString("en-US"));
 const rate = (v) => (v === null || v === undefined ? "unknown" : `${Math.round(v).toLocaleString("en-US")} tok/s`);
+// The predicted quantities, as predict and predictions key them: the KV pool's size (a server figure, not a
+// catalogued series) and two metrics by their catalog names; read when drawn, after app.js set the names.
+const predicted = () => ["max_total_num_tokens", NAMES.RUNNING_REQ, NAMES.GEN_THROUGHPUT];
 const pct = (e) => (e === null || e === undefined ? "—" : `${e >= 0 ? "+" : ""}${(e * 100).toFixed(1)}%`);
 
 // The flags the next run would change, as predict takes them: new or changed values, null for a dropped flag.
@@ -43,12 +47,11 @@ export function renderPrediction(container, answer, status) {
   container.replaceChildren(...[from,
     el("ul", { class: "pred-values" },
       line("pred-tokens", "KV tokens", count(answer.max_total_num_tokens)),
-      line("pred-running", "running requests", count(answer.running_req)),
-      line("pred-throughput", "generation", rate(answer.gen_throughput))),
+      line("pred-running", "running requests", count(answer[NAMES.RUNNING_REQ])),
+      line("pred-throughput", "generation", rate(answer[NAMES.GEN_THROUGHPUT]))),
     el("p", { class: "muted", text: "risks" }), riskList,
     el("details", {}, el("summary", { text: "how" }),
-      el("pre", { class: "pred-basis", text: ["workload", "startup", "max_total_num_tokens", "running_req", "gen_throughput",
-                                               "total_gpu_memory"]
+      el("pre", { class: "pred-basis", text: ["workload", "startup", ...predicted(), "total_gpu_memory"]
         .filter((k) => basis[k]).map((k) => `${k}: ${basis[k]}`).join("\n") }))].filter(Boolean));
 }
 
@@ -65,13 +68,13 @@ export function renderAccuracy(container, answer) {
     const measured = r.measured || {};
     const cells = (label, values, fmt) => el("tr", { "data-run": r.run, "data-row": label },
       el("td", { text: label === "predicted" ? r.run : "" }), el("td", { text: label }),
-      ...["max_total_num_tokens", "running_req", "gen_throughput"].map((m) => el("td", { text: fmt(values[m], m) })));
+      ...predicted().map((m) => el("td", { text: fmt(values[m], m) })));
     rows.push(cells("predicted", r.predicted || {}, (v) => count(v)),
               cells("measured", measured, (v) => (v === null || v === undefined ? "not yet" : count(v))),
               cells("error", r.error || {}, (e) => pct(e)));
   }
   const mean = answer.accuracy || {};
-  const summary = ["max_total_num_tokens", "running_req", "gen_throughput"]
+  const summary = predicted()
     .filter((m) => mean[m] && mean[m].runs)
     .map((m) => `${m}: mean |error| ${pct(mean[m].mean_abs_error).replace("+", "")} over ${mean[m].runs} run${mean[m].runs === 1 ? "" : "s"}`);
   container.replaceChildren(

@@ -37,6 +37,7 @@ from kvwatch.app.alerts.state import OPEN_STATES, AlertState, Observation, Resol
 from kvwatch.app.alerts.text import public
 from kvwatch.app.alerts.watches import WATCHES, Freshness, WatchContext
 from kvwatch.app.config import HostConfig
+from kvwatch.app.metrics_catalog.names import TOKEN_USAGE
 from kvwatch.app.store.base import Store
 from kvwatch.collectors.health import HostHealth
 
@@ -316,7 +317,7 @@ class AlertEngine:
         fresh = self._fresh[host]
         fresh.refresh(self.store, host, now)
         fresh.rearm(now)
-        latest = fresh.marks.get("token_usage")
+        latest = fresh.marks.get(TOKEN_USAGE)
         # Everything logged up to now belongs to the old run or the restart itself: windows, the
         # steady state and event counts of the new run start after it.
         reader = self._readers[host]
@@ -383,7 +384,7 @@ class AlertEngine:
         CATCH_UP_LIMIT_S before the newest data (a kvwatch that was down for a day does not replay
         the day), and FIRST_LOOKBACK_S before it for a rule never evaluated."""
         marks = self._fresh[host].marks
-        latest = marks.get("token_usage") or marks.get("events")
+        latest = marks.get(TOKEN_USAGE) or marks.get("events")
         if latest is None:
             return evaluated_to
         if evaluated_to is None:

@@ -41,6 +41,7 @@ from kvwatch.app.config_tables import (
 )
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.metrics_catalog.charts import TOKEN_USAGE_HIGH
+from kvwatch.app.metrics_catalog.names import TOKEN_USAGE
 
 Clock = Literal["event", "wall"]
 Scope = Literal["run", "source"]
@@ -80,7 +81,7 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
     RuleSpec(
         "token_usage_high", "threshold", "event", "KV token usage high", "page",
         for_s=120, keep_firing_for_s=300,
-        params={"metric": "token_usage", "fire_at": TOKEN_USAGE_HIGH, "stay_at": 0.90, "debounce": 30.0},
+        params={"metric": TOKEN_USAGE, "fire_at": TOKEN_USAGE_HIGH, "stay_at": 0.90, "debounce": 30.0},
     ),
     RuleSpec(
         "queue_growing", "queue", "event", "queue growing while KV cache is full", "warn",

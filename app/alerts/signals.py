@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from kvwatch.app.alerts.rules import RuleSpec
 from kvwatch.app.alerts.state import Observation
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, QUEUE_REQ, RUNNING_REQ, TOKEN_USAGE
 from kvwatch.app.store.base import Store
 
 Floats = npt.NDArray[np.float64]
@@ -74,8 +75,8 @@ def queue(reader: HostReader, rule: RuleSpec, start: float) -> list[Observation]
     """`#queue-req` grew by `min_increase` over `window` while token usage >= `usage_at`;
     holds while the queue is non-empty and usage stays that high."""
     window, usage_at, min_increase = rule.param("window"), rule.param("usage_at"), rule.param("min_increase")
-    qt, qv = reader.series("queue_req", start - window)
-    ut, uv = reader.series("token_usage", start - window)
+    qt, qv = reader.series(QUEUE_REQ, start - window)
+    ut, uv = reader.series(TOKEN_USAGE, start - window)
     first = int(np.searchsorted(qt, start, "right"))
     out = []
     for i in range(first, len(qt)):
@@ -96,7 +97,7 @@ def events(reader: HostReader, rule: RuleSpec, start: float) -> list[Observation
     window, names, min_count = rule.param("window"), tuple(rule.param("events")), rule.param("min_count")
     seen = reader.server_events(names, start - window)
     times = np.asarray([t for t, _ in seen], dtype=np.float64)
-    ticks, _ = reader.series("token_usage", start)
+    ticks, _ = reader.series(TOKEN_USAGE, start)
     clock = np.union1d(times[times > start], ticks)
     out = []
     for now in clock:
@@ -115,8 +116,8 @@ def throughput(reader: HostReader, rule: RuleSpec, start: float) -> list[Observa
     holds until it is back within `clear_pct`%."""
     window = rule.param("window")
     base = _steady_state(reader, rule, start)
-    t, v = reader.series("gen_throughput", start - window)
-    rt, rv = reader.series("running_req", start - window)
+    t, v = reader.series(GEN_THROUGHPUT, start - window)
+    rt, rv = reader.series(RUNNING_REQ, start - window)
     first = int(np.searchsorted(t, start, "right"))
     window_lo = np.searchsorted(t, t - window, "right")
     out = []
@@ -145,7 +146,7 @@ def _steady_state(reader: HostReader, rule: RuleSpec, until: float) -> tuple[flo
     if cached is None or cached["since"] != since or cached["to"] > until:
         cached = {"since": since, "to": since, "tput": np.empty(0), "running": np.empty(0)}
     if since is None or until > since:
-        for name, metric in (("tput", "gen_throughput"), ("running", "running_req")):
+        for name, metric in (("tput", GEN_THROUGHPUT), ("running", RUNNING_REQ)):
             t, v = reader.series(metric, cached["to"])
             cached[name] = np.concatenate((cached[name], v[t <= until]))
         cached["to"] = until

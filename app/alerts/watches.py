@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from kvwatch.app.alerts.rules import RuleSpec
 from kvwatch.app.alerts.state import Observation
 from kvwatch.app.config import HostConfig
+from kvwatch.app.metrics_catalog.names import CLIENT_DONE, COMPLETIONS, RUNNING_REQ, TOKEN_USAGE
 from kvwatch.app.store.base import Store
 from kvwatch.collectors.health import HOST_KEY_REJECTED, HostHealth
 
 EVENT_ROWS_LIMIT = 100_000
 # Which committed rows prove a source is alive: metrics, and event rows by their `source`.
-SOURCE_METRICS = {"server_log": ("token_usage",), "client_log": ("client_done",), "outputs": ("completions",)}
+SOURCE_METRICS = {"server_log": (TOKEN_USAGE,), "client_log": (CLIENT_DONE,), "outputs": (COMPLETIONS,)}
 HOST_KEY_PREFIX = HOST_KEY_REJECTED  # how the collector words it
 
 
@@ -38,8 +39,8 @@ class Freshness:
 
     def refresh(self, store: Store, host: str, now: float) -> None:
         for source, metrics in SOURCE_METRICS.items():
-            for metric in (*metrics, "running_req") if source == "server_log" else metrics:
-                if self._new_rows(store, host, metric) and metric != "running_req":
+            for metric in (*metrics, RUNNING_REQ) if source == "server_log" else metrics:
+                if self._new_rows(store, host, metric) and metric != RUNNING_REQ:
                     self.last_wall[source] = now
         first = "events" not in self.marks  # only the newest event matters the first time round
         rows = store.events(host, since=self.marks.get("events"), limit=1 if first else EVENT_ROWS_LIMIT)
@@ -97,10 +98,10 @@ def outputs_stalled(ctx: WatchContext, rule: RuleSpec) -> Observation | None:
     if _connection_down(ctx) or not ctx.host.outputs:
         return None
     age = ctx.fresh.age("outputs", ctx.now)
-    done = ctx.fresh.latest.get("completions", 0.0)
+    done = ctx.fresh.latest.get(COMPLETIONS, 0.0)
     target = ctx.host.target_completions
     finished = target is not None and done >= target
-    running = ctx.fresh.latest.get("running_req")
+    running = ctx.fresh.latest.get(RUNNING_REQ)
     busy = running is None or running > 0
     stalled = age >= rule.param("after") and busy and not finished
     detail = f"no new output lines for {age:.0f}s ({done:.0f} written)"

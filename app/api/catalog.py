@@ -13,6 +13,7 @@ from fastapi import APIRouter
 
 from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.metrics_catalog import CATALOG, describe, info, page_charts
+from kvwatch.app.metrics_catalog.names import by_constant
 from kvwatch.app.store.base import Store
 
 router = APIRouter(tags=["catalog"])
@@ -22,9 +23,11 @@ router = APIRouter(tags=["catalog"])
 def get_catalog(services: ServicesDep, host: str | None = None) -> dict[str, Any]:
     """`metrics`: every catalog entry (name, unit, label, chart, over_ranks, over_gpus, weight,
     extras, drops_silent, base); `charts`: the page's charts in order (id, title, unit, y_format,
-    y_range, threshold, per_gpu, traces: metric, name, label, unit, axis, hidden); with `host`,
-    `host_metrics`: each stored metric's `combine`."""
-    out: dict[str, Any] = {"metrics": [entry.as_dict() for entry in CATALOG.values()], "charts": page_charts()}
+    y_range, threshold, per_gpu, traces: metric, name, label, unit, axis, hidden); `names`: the
+    metric names the page's code reads by name, under their constants (GEN_THROUGHPUT: gen_throughput);
+    with `host`, `host_metrics`: each stored metric's `combine`."""
+    out: dict[str, Any] = {"metrics": [entry.as_dict() for entry in CATALOG.values()], "charts": page_charts(),
+                           "names": by_constant()}
     if host is not None:
         require_host(services, host)
         out["host"] = host

@@ -21,12 +21,22 @@ from kvwatch.app.alerts import OPEN_STATES, alerts_view
 from kvwatch.app.api.derived import RATE_WINDOW_S, eta, trailing_rate
 from kvwatch.app.config import HostConfig
 from kvwatch.app.flags.schema import FlagError, Schema, bundled_versions, load_bundled
+from kvwatch.app.metrics_catalog.names import (
+    CLIENT_DONE,
+    CLIENT_TOTAL,
+    COMPLETION_RATE,
+    COMPLETIONS,
+    GEN_THROUGHPUT,
+    QUEUE_REQ,
+    RUNNING_REQ,
+    TOKEN_USAGE,
+)
 from kvwatch.app.pipeline.heartbeat import stored_health
 from kvwatch.app.runs import list_runs
 from kvwatch.app.services import Services
 from kvwatch.app.store.base import Store
 
-NOW_METRICS = ("gen_throughput", "token_usage", "running_req", "queue_req")
+NOW_METRICS = (GEN_THROUGHPUT, TOKEN_USAGE, RUNNING_REQ, QUEUE_REQ)
 MEAN_WINDOW_S = 300.0  # the longest window of the mean of generation throughput
 CLIENT_SILENT_S = 120.0  # a progress bar quiet this long while outputs grow is flagged
 ALERT_FIELDS = ("rule", "state", "since", "value", "severity", "title", "summary", "headline", "resolves_in_s")
@@ -71,7 +81,7 @@ def completion_rate_now(store: Store, host: str, newest: float, run_start: float
     start = window_start(newest, 2 * RATE_WINDOW_S, run_start)
     if start is None:
         return None
-    t, v = store.series(host, "completions", since=start, until=newest)
+    t, v = store.series(host, COMPLETIONS, since=start, until=newest)
     _, rate = trailing_rate(t, v, RATE_WINDOW_S)
     return float(rate[-1]) if len(rate) else None
 
@@ -79,8 +89,8 @@ def completion_rate_now(store: Store, host: str, newest: float, run_start: float
 def completions_by_dataset(store: Store, host: str) -> dict[str, float]:
     """Lines in each dataset's output files; a dataset is the folder its file sits in."""
     counts: dict[str, float] = {}
-    for path in store.ranks(host, "completions"):
-        newest = store.latest(host, "completions", path) if path else None
+    for path in store.ranks(host, COMPLETIONS):
+        newest = store.latest(host, COMPLETIONS, path) if path else None
         if newest is not None:
             dataset = os.path.basename(os.path.dirname(path)) or path
             counts[dataset] = counts.get(dataset, 0.0) + newest[1]
@@ -90,9 +100,9 @@ def completions_by_dataset(store: Store, host: str) -> dict[str, float]:
 def client_progress(store: Store, host: str, health: dict[str, Any], now: float) -> dict[str, Any] | None:
     """The client's last tqdm progress (done/total) and its age; `silent` when the client log has been
     quiet for CLIENT_SILENT_S while the output files kept growing (Python buffering its stdout)."""
-    done = store.latest(host, "client_done")
-    total = store.latest(host, "client_total")
-    outputs = store.latest(host, "completions")
+    done = store.latest(host, CLIENT_DONE)
+    total = store.latest(host, CLIENT_TOTAL)
+    outputs = store.latest(host, COMPLETIONS)
     age = None if done is None else now - done[0]
     outputs_growing = outputs is not None and now - outputs[0] < CLIENT_SILENT_S
     silent = bool(health.get("client_log_stale")) or (
@@ -157,15 +167,15 @@ def host_status(services: Services, host: HostConfig, now: float) -> dict[str, A
     values, sampled_at = latest_values(store, host.name)
     run = current_run(store, host)
     run_start = None if run is None else float(run["started_at"])
-    newest_count = store.latest(host.name, "completions")
+    newest_count = store.latest(host.name, COMPLETIONS)
     rate = completion_rate_now(store, host.name, newest_count[0], run_start) if newest_count else None
     if newest_count is not None:
-        sampled_at["completions"] = newest_count[0]
+        sampled_at[COMPLETIONS] = newest_count[0]
     if rate is not None and newest_count is not None:
-        sampled_at["completion_rate"] = newest_count[0]
-    throughput_at = sampled_at.get("gen_throughput")
+        sampled_at[COMPLETION_RATE] = newest_count[0]
+    throughput_at = sampled_at.get(GEN_THROUGHPUT)
     mean, covered = (None, None) if throughput_at is None else recent_mean(
-        store, host.name, "gen_throughput", throughput_at, MEAN_WINDOW_S, run_start)
+        store, host.name, GEN_THROUGHPUT, throughput_at, MEAN_WINDOW_S, run_start)
     progress = eta(store, host.name, host.target_completions, now, since=run_start)
     health = host_health(services, host.name)
     alerts = [a for a in alerts_view(services, host.name, 0.0) if a.get("state") in OPEN_STATES]
@@ -173,8 +183,8 @@ def host_status(services: Services, host: HostConfig, now: float) -> dict[str, A
         "host": host.name,
         "run": run,
         **values,
-        "completions": None if newest_count is None else newest_count[1],
-        "completion_rate": rate,
+        COMPLETIONS: None if newest_count is None else newest_count[1],
+        COMPLETION_RATE: rate,
         "eta_s": None if progress is None else progress["eta_s"],
         "alerts": [{k: a.get(k) for k in ALERT_FIELDS} for a in alerts],
         "verdict": None,  # the diagnosis endpoint's; `kvwatch status` asks it separately

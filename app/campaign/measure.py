@@ -7,10 +7,11 @@ from typing import Any
 from kvwatch.app.campaign.model import Plan, Step
 from kvwatch.app.compare.runstats import RunStats, compute_run_stats
 from kvwatch.app.diagnosis.accuracy import relative_error
+from kvwatch.app.metrics_catalog.names import COMPLETION_RATE, GEN_THROUGHPUT, QUEUE_REQ, RUNNING_REQ, TOKEN_USAGE
 from kvwatch.app.runs.model import Run
 from kvwatch.app.store.base import Store
 
-LEVELS = ("gen_throughput", "running_req", "queue_req", "token_usage")
+LEVELS = (GEN_THROUGHPUT, RUNNING_REQ, QUEUE_REQ, TOKEN_USAGE)
 
 
 def steady_stats(store: Store, run: Run, min_steady_s: float, second_half: bool = False) -> RunStats:
@@ -29,7 +30,7 @@ def numbers(run: Run, stats: RunStats) -> dict[str, Any]:
     for metric in LEVELS:
         summary = stats.levels.get(metric)
         out[metric] = round(summary.value, 3) if summary is not None else None
-    out["completion_rate"] = round(stats.rate.value, 4) if stats.rate is not None else None
+    out[COMPLETION_RATE] = round(stats.rate.value, 4) if stats.rate is not None else None
     out["window"] = {"status": stats.window.status, "start": stats.window.start, "end": stats.window.end,
                      "duration_s": stats.window.duration, "message": stats.window.message}
     return out
@@ -41,7 +42,7 @@ def score(step: Step, plan: Plan, measured: dict[str, Any]) -> None:
     predicted = (step.prediction or {}).get("max_total_num_tokens")
     step.kv_error = relative_error(predicted, measured.get("max_total_num_tokens"))
     over = []
-    queue, usage = measured.get("queue_req"), measured.get("token_usage")
+    queue, usage = measured.get(QUEUE_REQ), measured.get(TOKEN_USAGE)
     if plan.max_queue is not None and isinstance(queue, int | float) and queue > plan.max_queue:
         over.append(f"queue {queue:.0f} above the limit {plan.max_queue:g}")
     if plan.max_usage is not None and isinstance(usage, int | float) and usage > plan.max_usage:

@@ -6,8 +6,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, Objective
+
 CAMPAIGN_DOC = "campaign"  # one document a campaign, keyed by its id
-Objective = Literal["gen_throughput", "completion_rate"]
 OnFailure = Literal["continue", "stop"]
 State = Literal["planned", "running", "paused", "stopped", "done"]
 StepStatus = Literal["planned", "skipped", "running", "measured", "failed"]
@@ -26,7 +27,7 @@ class Candidate:
 @dataclass(frozen=True, slots=True)
 class Plan:
     candidates: tuple[Candidate, ...]
-    objective: Objective = "gen_throughput"
+    objective: Objective = GEN_THROUGHPUT
     max_queue: float | None = None  # limits: a step above them is measured but never chosen
     max_usage: float | None = None
     min_steady_s: float = 300.0  # the host's one steady minimum ([hosts.compare] min_steady)

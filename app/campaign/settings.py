@@ -26,6 +26,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from kvwatch.app.campaign.model import Candidate, Plan
 from kvwatch.app.config_tables import Duration, NotNegative, Ratio, Table, invalid, validated
 from kvwatch.app.errors import ConfigError
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, Objective
 
 MAX_CANDIDATES = 16  # a grid larger than this is hours of restarts: declare it in parts
 
@@ -42,7 +43,7 @@ class CampaignTable(Table):
     lever: str | None = None
     values: tuple[Any, ...] = ()
     grid: dict[str, tuple[Any, ...]] = Field(default_factory=dict)
-    objective: Literal["gen_throughput", "completion_rate"] = "gen_throughput"
+    objective: Objective = GEN_THROUGHPUT
     max_queue: NotNegative | None = None
     max_usage: Ratio | None = None
     step_budget: Duration = 1800.0

@@ -8,6 +8,7 @@ from typing import Any
 
 from kvwatch.app.campaign.model import Campaign, Step
 from kvwatch.app.compare.price import CHANGES, sentence
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, QUEUE_REQ, RUNNING_REQ
 
 COLUMNS = ("step", "candidate", "status", "KV tokens predicted", "KV tokens measured", "KV error",
            "running predicted", "running measured", "tok/s predicted", "tok/s measured", "queue measured", "why")
@@ -31,8 +32,8 @@ def rows(campaign: Campaign) -> list[dict[str, str]]:
         values = (str(index), step.candidate.name, step.status + chosen,
                   _fmt(p.get("max_total_num_tokens")), _fmt(m.get("max_total_num_tokens")),
                   f"{step.kv_error * 100:+.1f} %" if step.kv_error is not None else "-",
-                  _fmt(p.get("running_req")), _fmt(m.get("running_req")),
-                  _fmt(p.get("gen_throughput")), _fmt(m.get("gen_throughput")), _fmt(m.get("queue_req")),
+                  _fmt(p.get(RUNNING_REQ)), _fmt(m.get(RUNNING_REQ)),
+                  _fmt(p.get(GEN_THROUGHPUT)), _fmt(m.get(GEN_THROUGHPUT)), _fmt(m.get(QUEUE_REQ)),
                   step.reason or "-")
         out.append(dict(zip(COLUMNS, values, strict=True)))
     return out
@@ -59,7 +60,7 @@ def prices(campaign: Campaign) -> list[str]:
         "runs": [{"id": s.candidate.name} for s in steps],
         "rows": [{"metric": metric, "values": [f.get(metric) for f in figures],
                   "change_pct": [_change(f.get(metric), figures[b].get(metric)) for f in figures]}
-                 for metric in [m for m, _ in CHANGES] + ["queue_req"]],
+                 for metric in [m for m, _ in CHANGES] + [QUEUE_REQ]],
         "flag_diff": [{"flag": n, "values": [(s.flags or _asked(s, campaign)).get(n) for s in steps]} for n in names],
     }
     out = []

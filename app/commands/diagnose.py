@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kvwatch.app.errors import KvwatchError
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, RUNNING_REQ
 from kvwatch.app.terminal.client import resolve_url
 from kvwatch.app.terminal.safe import neutralised
 
@@ -69,10 +70,10 @@ def _predicted(entry: dict[str, Any]) -> str:
     parts = []
     if predicted.get("max_total_num_tokens") is not None:
         parts.append(f"{predicted['max_total_num_tokens']:,} KV tokens")
-    if predicted.get("running_req") is not None:
-        parts.append(f"~{predicted['running_req']:.0f} running")
-    if predicted.get("gen_throughput") is not None:
-        parts.append(f"~{predicted['gen_throughput']:.0f} tok/s")
+    if predicted.get(RUNNING_REQ) is not None:
+        parts.append(f"~{predicted[RUNNING_REQ]:.0f} running")
+    if predicted.get(GEN_THROUGHPUT) is not None:
+        parts.append(f"~{predicted[GEN_THROUGHPUT]:.0f} tok/s")
     risks = "; ".join(r["message"] for r in predicted.get("risks", []))
     return "\n      predicted: " + ", ".join(parts) + (f"\n      risk: {risks}" if risks else "")
 

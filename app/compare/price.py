@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-CHANGES = (("max_total_num_tokens", "KV tokens"), ("running_req", "concurrency"), ("gen_throughput", "tok/s"))
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, QUEUE_REQ, RUNNING_REQ
+
+CHANGES = (("max_total_num_tokens", "KV tokens"), (RUNNING_REQ, "concurrency"), (GEN_THROUGHPUT, "tok/s"))
 KV_DTYPE = "kv-cache-dtype"
 
 
@@ -51,7 +53,7 @@ def sentence(result: dict[str, Any], index: int, baseline: int) -> str:
     for metric, label in CHANGES:
         pct = rows[metric]["change_pct"][index] if metric in rows else None
         changes.append(f"{pct:+.0f} % {label}" if isinstance(pct, int | float) else f"n/a {label}")
-    queue = rows.get("queue_req", {}).get("values") or [None] * len(result["runs"])
+    queue = rows.get(QUEUE_REQ, {}).get("values") or [None] * len(result["runs"])
     changes.append(f"queue {_queue(queue[baseline])} -> {_queue(queue[index])}")
     return f"{_choice(result.get('flag_diff', []), index, baseline)}: {', '.join(changes)}"
 

@@ -9,14 +9,16 @@ import math
 import re
 from typing import Any
 
+from kvwatch.app.metrics_catalog.names import COMPLETION_RATE, GEN_THROUGHPUT, QUEUE_REQ, RUNNING_REQ, TOKEN_USAGE
+
 NOT_ENOUGH = "not enough steady data yet"
 MARKDOWN_METRICS = (
     "max_total_num_tokens",
-    "running_req",
-    "token_usage",
-    "queue_req",
-    "gen_throughput",
-    "completion_rate",
+    RUNNING_REQ,
+    TOKEN_USAGE,
+    QUEUE_REQ,
+    GEN_THROUGHPUT,
+    COMPLETION_RATE,
 )
 CSV_COLUMNS = (
     "metric",
@@ -97,8 +99,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         "Cells: steady-state median (p5-p95), then change vs the baseline; ≈ = within noise "
         "(the 95% block-bootstrap interval of the difference contains 0).",
     ]
-    if "completion_rate" in rows and rows["completion_rate"].get("source_note"):
-        lines.append(f"completions/s from: {rows['completion_rate']['source_note']}.")
+    if COMPLETION_RATE in rows and rows[COMPLETION_RATE].get("source_note"):
+        lines.append(f"completions/s from: {rows[COMPLETION_RATE]['source_note']}.")
     if any(run.get("resolution_s") for run in result["runs"]):
         lines.append(f"{ROLLUP_MARK.strip()}: {result.get('resolution_rule', '')}")
     for run in result["runs"]:

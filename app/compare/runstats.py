@@ -12,6 +12,7 @@ from kvwatch.app.compare.grid import FloatArray, grid_step, on_grid
 from kvwatch.app.compare.stats import Summary, summarize_level, summarize_rate
 from kvwatch.app.compare.steady import STEADY_METRICS, SteadyWindow, find_window, manual_window
 from kvwatch.app.metrics_catalog import describe
+from kvwatch.app.metrics_catalog.names import CLIENT_DONE, COMPLETION_RATE, COMPLETIONS, NEW_SEQ
 from kvwatch.app.runs.model import Run
 from kvwatch.app.store.base import Store
 from kvwatch.app.store.coverage import SeriesWindow, read_window
@@ -22,9 +23,9 @@ MIN_WINDOW_POINTS = 20
 # the client's progress bar, then admissions (prefill #new-seq less retracted requests, which are
 # admitted again), which equal completions in steady state.
 RATE_SOURCES = (
-    ("completions", "output files"),
-    ("client_done", "client progress"),
-    ("new_seq", "admissions (prefill #new-seq less retractions)"),
+    (COMPLETIONS, "output files"),
+    (CLIENT_DONE, "client progress"),
+    (NEW_SEQ, "admissions (prefill #new-seq less retractions)"),
 )
 SOURCE_NAMES = dict(RATE_SOURCES)
 EVENT_LIMIT = 1_000_000
@@ -99,8 +100,8 @@ def _admissions(store: Store, run: Run, end: float) -> tuple[FloatArray, FloatAr
     # With DP attention each DP rank admits on its own: sum the ranks' own lines, since the host series
     # of a DP log holds the sum of each rank's latest batch, not a count of admissions. A pruned part
     # counts each 10 s bucket's sum at the bucket's start.
-    ranks = [r for r in store.ranks(run.host, "new_seq") if r] or [""]
-    parts = [read_window(store, run.host, "new_seq", rank=rank, since=run.started_at, until=end) for rank in ranks]
+    ranks = [r for r in store.ranks(run.host, NEW_SEQ) if r] or [""]
+    parts = [read_window(store, run.host, NEW_SEQ, rank=rank, since=run.started_at, until=end) for rank in ranks]
     rt, rv = _retracted(store, run, end)
     times = np.concatenate([p.t for p in parts] + [rt])
     order = np.argsort(times, kind="stable")
@@ -124,7 +125,7 @@ def _cumulative(
 ) -> tuple[FloatArray, FloatArray, str, float]:
     """The count `metric` over the run up to the window's end, its source's name, where its rollup part ends."""
     end = window.end
-    if metric == "new_seq":
+    if metric == NEW_SEQ:
         times, counts, edge = _admissions(store, run, end)
         return times, counts, SOURCE_NAMES[metric], edge
     read = read_window(store, run.host, metric, since=run.started_at, until=end)
@@ -192,7 +193,7 @@ def use_rate_source(store: Store, stats: RunStats, metric: str) -> None:
     times, values, source, edge = _cumulative(store, stats.run, stats.window, metric)
     counts = on_grid(times, values, stats.window.start, stats.window.end, stats.step)
     stats.rate, stats.rate_source = None, None
-    stats.rollup_until.pop("completion_rate", None)
+    stats.rollup_until.pop(COMPLETION_RATE, None)
     if np.count_nonzero(~np.isnan(counts)) >= MIN_WINDOW_POINTS:
         stats.rate, stats.rate_source = summarize_rate(counts, stats.step, rng), source
-        stats.rollup_until["completion_rate"] = edge
+        stats.rollup_until[COMPLETION_RATE] = edge

@@ -19,15 +19,16 @@ from typing import Literal
 import numpy as np
 
 from kvwatch.app.compare.grid import FloatArray
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, QUEUE_REQ, RUNNING_REQ, TOKEN_USAGE
 
 Status = Literal["steady", "settling", "too_short", "no_data"]
-STEADY_METRICS = ("gen_throughput", "token_usage", "running_req", "queue_req")
+STEADY_METRICS = (GEN_THROUGHPUT, TOKEN_USAGE, RUNNING_REQ, QUEUE_REQ)
 TARGET_BATCHES = 100
 MIN_BATCHES = 10
 DRIFT_SIGMAS = 4.0
 DRIFT_REL_TOL = 0.05  # a 5% difference between the halves of a window is never called drift
 # Nor is a difference below what the log can show: one request, one point of usage.
-DRIFT_ABS_TOL = {"running_req": 1.0, "queue_req": 1.0, "token_usage": 0.01}
+DRIFT_ABS_TOL = {RUNNING_REQ: 1.0, QUEUE_REQ: 1.0, TOKEN_USAGE: 0.01}
 # Above this the variance factor (1 + r) / (1 - r) = 19 would let almost any trend pass as a swing.
 MAX_LAG1 = 0.9
 

@@ -10,6 +10,7 @@ from kvwatch.app.compare.price import price
 from kvwatch.app.compare.runstats import RunStats
 from kvwatch.app.compare.sources import status_text
 from kvwatch.app.compare.stats import Summary, within_noise
+from kvwatch.app.metrics_catalog.names import COMPLETION_RATE, GEN_THROUGHPUT, QUEUE_REQ, RUNNING_REQ, TOKEN_USAGE
 from kvwatch.app.runs.model import Run
 from kvwatch.app.store.coverage import FINEST
 
@@ -37,11 +38,11 @@ class RowSpec:
 ROWS = (
     RowSpec("max_total_num_tokens", "GPU KV tokens (max_total_num_tokens)", "capacity", "tokens"),
     RowSpec("max_running_requests", "max running requests", "capacity", "requests"),
-    RowSpec("running_req", "concurrent decode reqs", "level", "requests"),
-    RowSpec("token_usage", "token usage", "level", "ratio"),
-    RowSpec("queue_req", "queue", "level", "requests"),
-    RowSpec("gen_throughput", "gen tok/s", "level", "tokens/s"),
-    RowSpec("completion_rate", "completions/s", "rate", "1/s"),
+    RowSpec(RUNNING_REQ, "concurrent decode reqs", "level", "requests"),
+    RowSpec(TOKEN_USAGE, "token usage", "level", "ratio"),
+    RowSpec(QUEUE_REQ, "queue", "level", "requests"),
+    RowSpec(GEN_THROUGHPUT, "gen tok/s", "level", "tokens/s"),
+    RowSpec(COMPLETION_RATE, "completions/s", "rate", "1/s"),
 )
 
 

@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 
 from kvwatch.app.diagnosis.verdicts import WARMUP_S
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, RUNNING_REQ
 from kvwatch.app.runs import Run, list_runs
 from kvwatch.app.store.base import Store
 
 PREDICTION_DOC = "prediction"
-METRICS = ("max_total_num_tokens", "running_req", "gen_throughput")
+METRICS = ("max_total_num_tokens", RUNNING_REQ, GEN_THROUGHPUT)
 MIN_STEADY_SAMPLES = 5  # fewer steady samples than this are no measurement yet
 
 
@@ -60,8 +61,8 @@ def _steady(store: Store, run: Run, until: float | None) -> Steady:
     if run.ready_at is None:
         return Steady(None, None, 0)
     since = run.ready_at + WARMUP_S
-    _, running = store.series(run.host, "running_req", since=since, until=until)
-    _, throughput = store.series(run.host, "gen_throughput", since=since, until=until)
+    _, running = store.series(run.host, RUNNING_REQ, since=since, until=until)
+    _, throughput = store.series(run.host, GEN_THROUGHPUT, since=since, until=until)
     samples = min(len(running), len(throughput))
     if samples < MIN_STEADY_SAMPLES:
         return Steady(None, None, samples)
@@ -73,7 +74,7 @@ def measured(store: Store, run: Run, next_start: float | None) -> dict[str, Any]
     until = run.ended_at if run.ended_at is not None else next_start
     steady = _steady(store, run, until)
     return {"max_total_num_tokens": tokens if isinstance(tokens, int | float) else None,
-            "running_req": steady.running_req, "gen_throughput": steady.gen_throughput,
+            RUNNING_REQ: steady.running_req, GEN_THROUGHPUT: steady.gen_throughput,
             "steady_samples": steady.samples, "state": run.state}
 
 

@@ -11,6 +11,7 @@ from kvwatch.app.diagnosis.snapshot import Signals, Snapshot, signals
 from kvwatch.app.diagnosis.suggest import Predictor, suggestions
 from kvwatch.app.diagnosis.verdicts import RULES, WARMUP_S, Finding
 from kvwatch.app.diagnosis.wording import num
+from kvwatch.app.metrics_catalog.names import RUNNING_REQ
 
 VetoCheck = Callable[[dict[str, Any]], tuple[str, ...]]  # flags -> the policy's refusals, as sentences
 
@@ -56,9 +57,9 @@ def lifecycle(snapshot: Snapshot, sig: Signals) -> Finding | None:
     silent = snapshot.as_of - sig.last_sample_t if sig.last_sample_t is not None else None
     if sig.samples == 0 or (silent is not None and silent > IDLE_AFTER_S):
         what = f"no batch logged for {silent:.0f} s" if silent is not None else "no batch logged in the window"
-        return Finding("idle").add("running_req", 0.0, what + ": SGLang logs batches only while it has requests")
+        return Finding("idle").add(RUNNING_REQ, 0.0, what + ": SGLang logs batches only while it has requests")
     if not sig.running_p50 and not sig.queue_p50:
-        return Finding("idle").add("running_req", sig.running_p50, "running median 0, no queue")
+        return Finding("idle").add(RUNNING_REQ, sig.running_p50, "running median 0, no queue")
     return None
 
 
@@ -67,7 +68,7 @@ def diagnose(snapshot: Snapshot, predictor: Predictor | None = None, vetoes: Vet
     first = lifecycle(snapshot, sig)
     findings = [first] if first is not None else [f for rule in RULES if (f := rule(snapshot, sig)) is not None]
     if not findings:
-        findings = [Finding("unknown").add("running_req", sig.running_p50, (
+        findings = [Finding("unknown").add(RUNNING_REQ, sig.running_p50, (
             f"none of the patterns fits: usage median {num(sig.usage_p50, '.2f')}, running {num(sig.running_p50)}, "
             f"queue p90 {num(sig.queue_p90)}"))]
     top = findings[0]

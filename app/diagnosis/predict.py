@@ -11,6 +11,7 @@ from typing import Any
 
 from kvwatch.app.diagnosis.memory import MemoryChange, Startup, kv_label, predict_pool
 from kvwatch.app.diagnosis.throughput import Curve
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, QUEUE_REQ, RUNNING_REQ
 
 FRACTION, DTYPE = "mem-fraction-static", "kv-cache-dtype"
 MAX_RUNNING, MAX_TOTAL = "max-running-requests", "max-total-tokens"
@@ -96,9 +97,9 @@ class Prediction:
     def as_dict(self) -> dict[str, Any]:
         return {
             "max_total_num_tokens": self.max_total_num_tokens,
-            "running_req": self.running_req,
-            "gen_throughput": self.gen_throughput,
-            "queue_req": self.queue_req,
+            RUNNING_REQ: self.running_req,
+            GEN_THROUGHPUT: self.gen_throughput,
+            QUEUE_REQ: self.queue_req,
             "risks": self.risks,
             "basis": self.basis,
             "left_after_graphs_gib": self.left_after_graphs_gib,
@@ -176,8 +177,8 @@ def predict(inputs: Inputs, changes: dict[str, Any]) -> Prediction:
         **inputs.notes,
         "changes": changes,
         "max_total_num_tokens": pool.basis,
-        "running_req": running_basis,
-        "gen_throughput": throughput_basis,
+        RUNNING_REQ: running_basis,
+        GEN_THROUGHPUT: throughput_basis,
         "total_gpu_memory": (f"{inputs.total_gib:.1f} GiB ({inputs.total_source})"
                              if inputs.total_gib is not None else inputs.total_source),
     }

@@ -22,6 +22,15 @@ from kvwatch.app.diagnosis.predict import (
 from kvwatch.app.diagnosis.snapshot import EMPTY, WINDOW_METRICS, Points, Snapshot, signals
 from kvwatch.app.diagnosis.throughput import Curve, fit_curve, pair_samples
 from kvwatch.app.diagnosis.verdicts import WARMUP_S
+from kvwatch.app.metrics_catalog.names import (
+    CLIENT_DONE,
+    COMPLETIONS,
+    GEN_THROUGHPUT,
+    GPU_MEM_TOTAL_MIB,
+    RUNNING_REQ,
+    TOKEN,
+    TOKEN_USAGE,
+)
 from kvwatch.app.runs import Run
 from kvwatch.app.store.base import Store
 from kvwatch.app.store.coverage import read_window
@@ -30,7 +39,7 @@ WINDOW_S = 300.0  # the recent window a diagnosis looks at
 HISTORY_S = 6 * 3600.0  # the most of one run read for its throughput curve or earlier state
 HISTORY_RUNS = 8
 EVENT_LIMIT = 100_000
-LATEST_METRICS = ("running_req", "gen_throughput", "token_usage")
+LATEST_METRICS = (RUNNING_REQ, GEN_THROUGHPUT, TOKEN_USAGE)
 ASSUMED_GPU_GIB = 140.4  # an H200 as torch reports it; used only when nothing on the host says otherwise
 
 
@@ -116,13 +125,13 @@ def _with_start_value(store: Store, host: str, metric: str, start: float, end: f
 
 
 def _pairs(store: Store, host: str, since: float, until: float) -> tuple[np.ndarray, np.ndarray]:
-    running = read_window(store, host, "running_req", since=since, until=until)
-    throughput = read_window(store, host, "gen_throughput", since=since, until=until)
+    running = read_window(store, host, RUNNING_REQ, since=since, until=until)
+    throughput = read_window(store, host, GEN_THROUGHPUT, since=since, until=until)
     return pair_samples(running.t, running.v, throughput.t, throughput.v)
 
 
 def _earlier_rate(store: Store, host: str, since: float, until: float) -> float | None:
-    t, v = store.series(host, "completions", since=since, until=until)
+    t, v = store.series(host, COMPLETIONS, since=since, until=until)
     return float((v[-1] - v[0]) / (t[-1] - t[0])) if len(t) >= 2 and t[-1] > t[0] else None
 
 
@@ -134,9 +143,9 @@ def read_snapshot(
     settled = run.ready_at + WARMUP_S if run.ready_at is not None else run.started_at
     start = max(end - window_s, settled, run.started_at)
     series = {m: store.series(host.name, m, since=start, until=end) for m in WINDOW_METRICS}
-    series["token"] = _tokens_held(series, run.capacity)
-    series["completions"] = _with_start_value(store, host.name, "completions", start, end)
-    client = store.latest(host.name, "client_done")
+    series[TOKEN] = _tokens_held(series, run.capacity)
+    series[COMPLETIONS] = _with_start_value(store, host.name, COMPLETIONS, start, end)
+    client = store.latest(host.name, CLIENT_DONE)
     earlier = _pairs(store, host.name, max(settled, start - HISTORY_S), start) if start > settled else EMPTY
     capacity = run.capacity
     return Snapshot(
@@ -155,7 +164,7 @@ def read_snapshot(
 
 def _tokens_held(series: dict[str, Points], capacity: dict[str, object]) -> Points:
     """KV tokens held: SGLang logs them (`#token`); vLLM logs only the usage, times its pool's tokens."""
-    logged, (t, usage) = series["token"], series["token_usage"]
+    logged, (t, usage) = series[TOKEN], series[TOKEN_USAGE]
     pool = startup_from_capacity(capacity)
     if len(logged[0]) or not len(t) or pool is None or not is_vllm(capacity):
         return logged
@@ -216,8 +225,8 @@ def gpu_memory(store: Store, host: str, runs: list[Run]) -> GpuMemory:
                 and isinstance(kv.get("total_gpu_memory_gib"), float)]
     if profiled:
         return GpuMemory(float(profiled[0]), "vLLM's memory profiling line (total_gpu_memory)")
-    totals = [last[1] for rank in store.ranks(host, "gpu_mem_total_mib") if rank
-              if (last := store.latest(host, "gpu_mem_total_mib", rank)) is not None and last[1] > 0]
+    totals = [last[1] for rank in store.ranks(host, GPU_MEM_TOTAL_MIB) if rank
+              if (last := store.latest(host, GPU_MEM_TOTAL_MIB, rank)) is not None and last[1] > 0]
     if totals:
         return GpuMemory(min(totals) / 1024.0, "nvidia-smi memory.total")
     return GpuMemory(ASSUMED_GPU_GIB, "assumed (an H200): no nvidia-smi samples, no two runs to derive it from")

@@ -14,6 +14,7 @@ from kvwatch.app.diagnosis.memory import is_vllm
 from kvwatch.app.diagnosis.predict import Inputs, predict
 from kvwatch.app.diagnosis.reading import as_of, pick_run, read_snapshot
 from kvwatch.app.errors import UnknownRun
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, QUEUE_REQ, RUNNING_REQ
 from kvwatch.app.runs import list_runs
 from kvwatch.app.store.base import Store
 
@@ -62,7 +63,7 @@ def predict_host(
         raise UnknownRun(f"host {host.name!r} has no run {run_id!r}") from None
     if inputs is None:
         reason = stand_in.unknown or "nothing sizes a KV pool"
-        return {"max_total_num_tokens": None, "running_req": None, "gen_throughput": None, "queue_req": None,
+        return {"max_total_num_tokens": None, RUNNING_REQ: None, GEN_THROUGHPUT: None, QUEUE_REQ: None,
                 "risks": [{"kind": "unknown", "message": reason}], "basis": {"changes": changes}, "run": None}
     out = predictor(inputs, vetoes)(changes)
     out["run"] = run.id if run is not None else None

@@ -13,11 +13,26 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from kvwatch.app.metrics_catalog.names import (
+    CACHED_TOKEN,
+    CLIENT_DONE,
+    COMPLETIONS,
+    FULL_TOKEN_USAGE,
+    GEN_THROUGHPUT,
+    NEW_SEQ,
+    NEW_TOKEN,
+    QUEUE_REQ,
+    RUNNING_REQ,
+    SWA_TOKEN_USAGE,
+    TOKEN,
+    TOKEN_USAGE,
+)
+
 FloatArray = npt.NDArray[np.float64]
 Points = tuple[FloatArray, FloatArray]  # (t epoch seconds, v)
-WINDOW_METRICS = ("token_usage", "running_req", "queue_req", "gen_throughput", "token", "new_seq",
-                  "new_token", "cached_token", "completions", "client_done",
-                  "full_token_usage", "swa_token_usage")  # a sliding-window model's two pools
+WINDOW_METRICS = (TOKEN_USAGE, RUNNING_REQ, QUEUE_REQ, GEN_THROUGHPUT, TOKEN, NEW_SEQ,
+                  NEW_TOKEN, CACHED_TOKEN, COMPLETIONS, CLIENT_DONE,
+                  FULL_TOKEN_USAGE, SWA_TOKEN_USAGE)  # a sliding-window model's two pools
 
 
 def points(t: list[float] | FloatArray, v: list[float] | FloatArray) -> Points:
@@ -89,7 +104,7 @@ def _growth(points_: Points) -> float | None:
 
 
 def _tokens_per_request(snapshot: Snapshot) -> float | None:
-    (t_tok, tok), (t_run, run) = snapshot.get("token"), snapshot.get("running_req")
+    (t_tok, tok), (t_run, run) = snapshot.get(TOKEN), snapshot.get(RUNNING_REQ)
     if not len(tok) or not len(run):
         return None
     index = np.searchsorted(t_run, t_tok, side="right") - 1
@@ -102,31 +117,31 @@ def _tokens_per_request(snapshot: Snapshot) -> float | None:
 
 
 def signals(snapshot: Snapshot) -> Signals:
-    running = snapshot.get("running_req")
-    times = [float(p[0][-1]) for m in ("running_req", "gen_throughput", "token_usage")
+    running = snapshot.get(RUNNING_REQ)
+    times = [float(p[0][-1]) for m in (RUNNING_REQ, GEN_THROUGHPUT, TOKEN_USAGE)
              if len((p := snapshot.get(m))[0])]
-    prefill = snapshot.get("new_token")
-    cached = snapshot.get("cached_token")
-    completions = snapshot.get("completions")
+    prefill = snapshot.get(NEW_TOKEN)
+    cached = snapshot.get(CACHED_TOKEN)
+    completions = snapshot.get(COMPLETIONS)
     return Signals(
         samples=len(running[0]),
-        usage_p50=_pct(snapshot.get("token_usage"), 50),
-        usage_p90=_pct(snapshot.get("token_usage"), 90),
+        usage_p50=_pct(snapshot.get(TOKEN_USAGE), 50),
+        usage_p90=_pct(snapshot.get(TOKEN_USAGE), 90),
         running_p50=_pct(running, 50),
         running_max=float(running[1].max()) if len(running[1]) else None,
-        queue_p50=_pct(snapshot.get("queue_req"), 50),
-        queue_p90=_pct(snapshot.get("queue_req"), 90),
-        throughput_p50=_pct(snapshot.get("gen_throughput"), 50),
+        queue_p50=_pct(snapshot.get(QUEUE_REQ), 50),
+        queue_p90=_pct(snapshot.get(QUEUE_REQ), 90),
+        throughput_p50=_pct(snapshot.get(GEN_THROUGHPUT), 50),
         tokens_per_request=_tokens_per_request(snapshot),
         retracted=float(sum(n for _, n in snapshot.retractions)),
         retract_events=len(snapshot.retractions),
-        admitted=float(snapshot.get("new_seq")[1].sum()),
+        admitted=float(snapshot.get(NEW_SEQ)[1].sum()),
         new_tokens=float(prefill[1].sum()) if len(prefill[1]) else None,
         prefill_batch_p50=_pct(prefill, 50),
         cached_tokens=float(cached[1].sum()) if len(cached[1]) else None,
         completions_growth=_growth(completions) if snapshot.outputs or len(completions[1]) else None,
-        client_lines=len(snapshot.get("client_done")[1]),
+        client_lines=len(snapshot.get(CLIENT_DONE)[1]),
         last_sample_t=max(times) if times else None,
-        full_usage_p50=_pct(snapshot.get("full_token_usage"), 50),
-        swa_usage_p50=_pct(snapshot.get("swa_token_usage"), 50),
+        full_usage_p50=_pct(snapshot.get(FULL_TOKEN_USAGE), 50),
+        swa_usage_p50=_pct(snapshot.get(SWA_TOKEN_USAGE), 50),
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from kvwatch.app.diagnosis.memory import kv_width
 from kvwatch.app.diagnosis.snapshot import Signals, Snapshot
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, RUNNING_REQ
 
 Predictor = Callable[[dict[str, Any]], dict[str, Any]]  # flag changes -> a prediction (see predict.py)
 FRACTION_STEP = 0.02
@@ -17,7 +18,7 @@ POOL_GAP = 0.15  # one pool this much fuller than the other (medians): the split
 
 def effect(predicted: dict[str, Any]) -> str:
     """The predicted KV tokens, running requests and tok/s of a change in words (unknown said so)."""
-    tokens, running, rate = (predicted.get(k) for k in ("max_total_num_tokens", "running_req", "gen_throughput"))
+    tokens, running, rate = (predicted.get(k) for k in ("max_total_num_tokens", RUNNING_REQ, GEN_THROUGHPUT))
     return (f"{'unknown' if tokens is None else f'{tokens:,.0f}'} KV tokens, "
             f"{'unknown' if running is None else f'{running:.0f}'} running, "
             f"{'unknown' if rate is None else f'{rate:,.0f}'} tok/s")

@@ -17,6 +17,16 @@ import numpy as np
 
 from kvwatch.app.diagnosis.snapshot import Signals, Snapshot
 from kvwatch.app.diagnosis.wording import num, share_of
+from kvwatch.app.metrics_catalog.names import (
+    CACHED_TOKEN,
+    CLIENT_DONE,
+    COMPLETIONS,
+    GEN_THROUGHPUT,
+    NEW_TOKEN,
+    QUEUE_REQ,
+    RUNNING_REQ,
+    TOKEN_USAGE,
+)
 
 VERDICTS = ("kv_bound", "client_bound", "concurrency_capped", "prefill_bound", "retracting", "degraded",
             "hicache_idle", "client_stalled", "client_buffered", "starting", "idle", "unknown")
@@ -95,7 +105,7 @@ def retracting(snapshot: Snapshot, sig: Signals) -> Finding | None:
                  {"retracted_reqs": sig.retracted, "retractions": sig.retract_events, "seconds": snapshot.duration})
             .add("admitted", sig.admitted, admitted,
                  {"admitted": sig.admitted, "retracted_reqs": sig.retracted, "share": share})
-            .add("token_usage", sig.usage_p50, f"token usage median {num(sig.usage_p50, '.2f')}"))
+            .add(TOKEN_USAGE, sig.usage_p50, f"token usage median {num(sig.usage_p50, '.2f')}"))
 
 
 def client_stalled(snapshot: Snapshot, sig: Signals) -> Finding | None:
@@ -109,8 +119,8 @@ def client_stalled(snapshot: Snapshot, sig: Signals) -> Finding | None:
     if expected < MIN_EXPECTED_COMPLETIONS:
         return None
     return (Finding("client_stalled")
-            .add("completions", 0.0, f"output files did not grow in {snapshot.duration:.0f} s")
-            .add("running_req", sig.running_p50, f"while the server runs {sig.running_p50:.0f} requests at "
+            .add(COMPLETIONS, 0.0, f"output files did not grow in {snapshot.duration:.0f} s")
+            .add(RUNNING_REQ, sig.running_p50, f"while the server runs {sig.running_p50:.0f} requests at "
                  f"{sig.throughput_p50:.0f} tok/s")
             .add("expected_completions", expected, f"about {expected:.0f} completions were due (server admissions, "
                  f"or the run's earlier {num(per_minute, '.1f')}/min)"))
@@ -128,7 +138,7 @@ def degraded(snapshot: Snapshot, sig: Signals) -> Finding | None:
         return None
     change = sig.throughput_p50 / before - 1
     return (Finding("degraded")
-            .add("gen_throughput", sig.throughput_p50, f"{sig.throughput_p50:.0f} tok/s now at ~{sig.running_p50:.0f} "
+            .add(GEN_THROUGHPUT, sig.throughput_p50, f"{sig.throughput_p50:.0f} tok/s now at ~{sig.running_p50:.0f} "
                  f"running")
             .add("earlier_gen_throughput", before, f"{before:.0f} tok/s earlier in this run at the same concurrency "
                  f"(±{SAME_CONCURRENCY:.0%}, {np.count_nonzero(near)} samples): {change:+.0%}"))
@@ -138,10 +148,10 @@ def concurrency_capped(snapshot: Snapshot, sig: Signals) -> Finding | None:
     if not _capped(snapshot, sig):
         return None
     finding = Finding("concurrency_capped").add(
-        "running_req", sig.running_p50, f"running median {sig.running_p50:.0f} = --max-running-requests "
+        RUNNING_REQ, sig.running_p50, f"running median {sig.running_p50:.0f} = --max-running-requests "
         f"{snapshot.max_running_requests}")
-    finding.add("token_usage", sig.usage_p50, f"token usage median {num(sig.usage_p50, '.2f')}")
-    return finding.add("queue_req", sig.queue_p50, f"queue median {num(sig.queue_p50)}")
+    finding.add(TOKEN_USAGE, sig.usage_p50, f"token usage median {num(sig.usage_p50, '.2f')}")
+    return finding.add(QUEUE_REQ, sig.queue_p50, f"queue median {num(sig.queue_p50)}")
 
 
 def kv_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
@@ -151,19 +161,19 @@ def kv_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
            f"the rest is reserved for the running requests' future tokens (prefill batches of "
            f"{num(sig.prefill_batch_p50, ',.0f')} tokens are not full: prefill is not the limit)")
     finding = Finding("kv_bound").add(
-        "token_usage", sig.usage_p50, f"token usage median {sig.usage_p50:.2f} (p90 {sig.usage_p90:.2f}), {top}")
+        TOKEN_USAGE, sig.usage_p50, f"token usage median {sig.usage_p50:.2f} (p90 {sig.usage_p90:.2f}), {top}")
     if _queued(sig):
-        finding.add("queue_req", sig.queue_p50, f"queue median {sig.queue_p50:.0f} requests waiting")
+        finding.add(QUEUE_REQ, sig.queue_p50, f"queue median {sig.queue_p50:.0f} requests waiting")
     if sig.retracted:
         finding.add("retracted_reqs", sig.retracted,
                     f"{sig.retracted:.0f} requests retracted in {snapshot.duration:.0f} s")
     if sig.tokens_per_request and snapshot.max_total_num_tokens:
         held = snapshot.max_total_num_tokens / sig.tokens_per_request
-        finding.add("running_req", sig.running_p50, (
+        finding.add(RUNNING_REQ, sig.running_p50, (
             f"running median {sig.running_p50:.0f}: each holds ~{sig.tokens_per_request:,.0f} tokens, "
             f"so {snapshot.max_total_num_tokens:,} KV tokens fit ~{held:.0f}"))
     else:
-        finding.add("running_req", sig.running_p50, f"running median {num(sig.running_p50)}")
+        finding.add(RUNNING_REQ, sig.running_p50, f"running median {num(sig.running_p50)}")
     return finding
 
 
@@ -172,14 +182,14 @@ def prefill_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
         return None
     if _prefill_full(snapshot, sig) is not True:  # a queue with small prefill batches waits on something else
         return None
-    finding = Finding("prefill_bound").add("queue_req", sig.queue_p50,
+    finding = Finding("prefill_bound").add(QUEUE_REQ, sig.queue_p50,
                                            f"queue median {sig.queue_p50:.0f} requests waiting")
-    finding.add("token_usage", sig.usage_p50, f"token usage median {sig.usage_p50:.2f}: KV room is left")
+    finding.add(TOKEN_USAGE, sig.usage_p50, f"token usage median {sig.usage_p50:.2f}: KV room is left")
     cap = snapshot.max_running_requests
-    finding.add("running_req", sig.running_p50, f"running median {num(sig.running_p50)}"
+    finding.add(RUNNING_REQ, sig.running_p50, f"running median {num(sig.running_p50)}"
                 + (f", below --max-running-requests {cap}" if cap else ""))
     rate = (sig.new_tokens or 0.0) / max(snapshot.duration, 1.0)
-    finding.add("new_token", sig.prefill_batch_p50, (
+    finding.add(NEW_TOKEN, sig.prefill_batch_p50, (
         f"prefill batches of {num(sig.prefill_batch_p50, ',.0f')} tokens fill --chunked-prefill-size "
         f"{snapshot.chunked_prefill_size} ({rate:,.0f} new tokens/s): admission is paced by prefill"))
     return finding
@@ -189,9 +199,9 @@ def hicache_idle(snapshot: Snapshot, sig: Signals) -> Finding | None:
     if not snapshot.hicache or sig.cached_tokens is None or sig.cached_tokens > 0 or not sig.new_tokens:
         return None
     return (Finding("hicache_idle")
-            .add("cached_token", 0.0, f"0 cached tokens in {snapshot.duration:.0f} s of prefill with the "
+            .add(CACHED_TOKEN, 0.0, f"0 cached tokens in {snapshot.duration:.0f} s of prefill with the "
                  "hierarchical cache on")
-            .add("new_token", sig.new_tokens, f"{sig.new_tokens:,.0f} prompt tokens computed from scratch"))
+            .add(NEW_TOKEN, sig.new_tokens, f"{sig.new_tokens:,.0f} prompt tokens computed from scratch"))
 
 
 def client_buffered(snapshot: Snapshot, sig: Signals) -> Finding | None:
@@ -200,24 +210,24 @@ def client_buffered(snapshot: Snapshot, sig: Signals) -> Finding | None:
     since = ("never wrote a progress line in this run" if snapshot.client_seen_at is None
              else f"last progress line {snapshot.as_of - snapshot.client_seen_at:.0f} s ago")
     return (Finding("client_buffered")
-            .add("completions", sig.completions_growth, f"output files grew by {sig.completions_growth:.0f} "
+            .add(COMPLETIONS, sig.completions_growth, f"output files grew by {sig.completions_growth:.0f} "
                  f"in {snapshot.duration:.0f} s")
-            .add("client_done", None, f"while the client log is silent: it {since} (stdout block-buffered?)"))
+            .add(CLIENT_DONE, None, f"while the client log is silent: it {since} (stdout block-buffered?)"))
 
 
 def client_bound(snapshot: Snapshot, sig: Signals) -> Finding | None:
     """Nothing waits and nothing is sent back: the server runs every request it is sent."""
     if sig.usage_p90 is None or (sig.queue_p90 or 0) >= 1 or sig.retracted or _capped(snapshot, sig):
         return None
-    finding = Finding("client_bound").add("queue_req", sig.queue_p90 or 0.0, (
+    finding = Finding("client_bound").add(QUEUE_REQ, sig.queue_p90 or 0.0, (
         f"no queue (p90 {num(sig.queue_p90)}) and no retraction in {snapshot.duration:.0f} s: the server "
         "takes every request it is sent"))
     running = f"running median {num(sig.running_p50)}"
     if snapshot.max_running_requests:
         running += f" of --max-running-requests {snapshot.max_running_requests}"
-    finding.add("running_req", sig.running_p50, running + ": in flight is what the client sends")
+    finding.add(RUNNING_REQ, sig.running_p50, running + ": in flight is what the client sends")
     room = "KV headroom left" if sig.usage_p90 < HEADROOM_USAGE else "close to the top: more load meets the KV limit"
-    return finding.add("token_usage", sig.usage_p90, f"token usage p90 {sig.usage_p90:.2f}: {room}")
+    return finding.add(TOKEN_USAGE, sig.usage_p90, f"token usage p90 {sig.usage_p90:.2f}: {room}")
 
 
 RULES: tuple[Rule, ...] = (retracting, client_stalled, degraded, concurrency_capped, kv_bound, prefill_bound,

@@ -76,8 +76,8 @@ def status_view(status: dict[str, Any], verdict: str | None) -> dict[str, Any]:
         "run": run_view(status.get("run")),
         "now": {k: v for k, v in now.items() if v is not None},
         "gen_throughput_mean": None if mean is None else {
-            **(measured("gen_throughput", mean) or {}), "over_last_s": status.get("mean_window_s")},
-        "progress": {"completions": status.get("completions"), "target": status.get("target_completions"),
+            **(measured(GEN_THROUGHPUT, mean) or {}), "over_last_s": status.get("mean_window_s")},
+        "progress": {COMPLETIONS: status.get(COMPLETIONS), "target": status.get("target_completions"),
                      "eta_s": _round(status.get("eta_s")), "client": _client(status.get("client"))},
         "alerts": alerts_view(status.get("alerts") or []),
     }
@@ -127,9 +127,9 @@ def prediction_view(predicted: dict[str, Any]) -> dict[str, Any]:
     """Predicted KV tokens, concurrency, throughput and queue, with units, the risks and the basis."""
     numbers = {
         "max_total_num_tokens": (predicted.get("max_total_num_tokens"), "tokens", "KV tokens the pool holds"),
-        "running_req": (predicted.get("running_req"), "requests", "concurrent decode requests"),
-        "gen_throughput": (predicted.get("gen_throughput"), "tokens/s", "generation throughput"),
-        "queue_req": (predicted.get("queue_req"), "requests", "queued requests"),
+        RUNNING_REQ: (predicted.get(RUNNING_REQ), "requests", "concurrent decode requests"),
+        GEN_THROUGHPUT: (predicted.get(GEN_THROUGHPUT), "tokens/s", "generation throughput"),
+        QUEUE_REQ: (predicted.get(QUEUE_REQ), "requests", "queued requests"),
     }
     basis = predicted.get("basis") or {}
     return {

@@ -12,6 +12,7 @@ import datetime as dt
 import time
 from typing import Any, Protocol
 
+from kvwatch.app.metrics_catalog.names import CLIENT_DONE, CLIENT_TOTAL, INPUT_THROUGHPUT
 from kvwatch.app.pipeline.aggregate import RankAggregator
 from kvwatch.app.store.base import EventRow, Sample
 from kvwatch.parsers.timestamps import to_epoch
@@ -25,7 +26,7 @@ class RecordClock(Protocol):
 SAMPLE_KINDS = frozenset({"decode", "prefill", "stats", "gpu", "progress"})
 # Per-kind fields that are identifiers or labels, not series.
 NOT_SERIES = frozenset({"kind", "line", "ts", "tags", "gpu", "engine", "engines", "iter", "file", "cuda_graph"})
-PROGRESS_METRICS = {"done": "client_done", "total": "client_total"}
+PROGRESS_METRICS = {"done": CLIENT_DONE, "total": CLIENT_TOTAL}
 __all__ = ["NOT_SERIES", "PROGRESS_METRICS", "SAMPLE_KINDS", "RankAggregator", "metric_name", "rank_of", "record_rows",
            "record_time"]
 
@@ -73,5 +74,5 @@ def metric_name(kind: str, key: str) -> str:
     if kind == "gpu":
         return f"gpu_{key}"
     if kind == "stats" and key == "prompt_throughput":
-        return "input_throughput"
+        return INPUT_THROUGHPUT
     return key

@@ -12,6 +12,17 @@ import numpy.typing as npt
 from tsdownsample import MinMaxLTTBDownsampler
 
 from kvwatch.app.metrics_catalog import describe
+from kvwatch.app.metrics_catalog.names import (
+    COMPLETIONS,
+    GEN_THROUGHPUT,
+    GPU_MEM_USED_MIB,
+    GPU_UTIL_PCT,
+    INPUT_THROUGHPUT,
+    QUEUE_REQ,
+    RUNNING_REQ,
+    TOKEN,
+    TOKEN_USAGE,
+)
 from kvwatch.app.report.events import EventGroup, RunSummary, collapse
 from kvwatch.app.store.base import Store
 from kvwatch.app.store.coverage import SeriesWindow, read_window
@@ -19,8 +30,8 @@ from kvwatch.app.store.coverage import SeriesWindow, read_window
 FloatArray = npt.NDArray[np.float64]
 MAX_POINTS = 2000  # per series: enough for a full-width chart, small enough to mail
 SUMMARY_METRICS = (
-    "token_usage", "running_req", "queue_req", "gen_throughput", "input_throughput", "token",
-    "completions", "gpu_util_pct", "gpu_mem_used_mib",
+    TOKEN_USAGE, RUNNING_REQ, QUEUE_REQ, GEN_THROUGHPUT, INPUT_THROUGHPUT, TOKEN,
+    COMPLETIONS, GPU_UTIL_PCT, GPU_MEM_USED_MIB,
 )
 EVENT_LIMIT = 100_000
 RECENT_EVENTS = 30  # raw events kept in `recent_events`, and collapsed groups shown

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, TOKEN_USAGE
 from kvwatch.app.store.base import Batch
 
-DECODE_METRICS = frozenset({"token_usage", "gen_throughput"})
+DECODE_METRICS = frozenset({TOKEN_USAGE, GEN_THROUGHPUT})
 STARTS = frozenset({"server_args", "capacity"})
 
 

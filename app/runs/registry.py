@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvwatch.app.errors import UnknownRun
+from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, TOKEN_USAGE
 from kvwatch.app.runs.detect import detect_runs
 from kvwatch.app.runs.model import Run, normalize_flags, run_id
 from kvwatch.app.store.base import Store
@@ -21,7 +22,7 @@ RUN_DOC = "run"
 CONTROLLER_MATCH_S = 1800.0
 CLOCK_SLACK_S = 5.0
 EVENT_LIMIT = 1_000_000
-FIRST_SAMPLE_METRICS = ("token_usage", "gen_throughput")
+FIRST_SAMPLE_METRICS = (TOKEN_USAGE, GEN_THROUGHPUT)
 
 
 def record_controller_run(

@@ -13,8 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Kind = Literal["steady", "ready", "alert", "completions"]
-COMPLETIONS = re.compile(r"completions\s*>=\s*(\d+)")
+from kvwatch.app.metrics_catalog.names import COMPLETIONS, Completions
+
+# completions>=N waits on the catalog's series of that name: /status reports it under that name too.
+Kind = Literal["steady", "ready", "alert"] | Completions
+AT_LEAST = re.compile(rf"{COMPLETIONS}\s*>=\s*(\d+)")
 BARE: dict[str, Kind] = {"steady": "steady", "ready": "ready", "alert": "alert"}
 USAGE = "steady, ready, alert, alert=RULE or completions>=N"
 
@@ -28,7 +31,7 @@ class Condition:
     def __str__(self) -> str:
         if self.kind == "alert" and self.rule:
             return f"alert={self.rule}"
-        if self.kind == "completions":
+        if self.kind == COMPLETIONS:
             return f"completions>={self.count}"
         return self.kind
 
@@ -43,9 +46,9 @@ def parse_condition(text: str) -> Condition:
         if not rule:
             raise ValueError(f"{text!r}: alert= needs a rule name")
         return Condition("alert", rule=rule)
-    matched = COMPLETIONS.fullmatch(word)
+    matched = AT_LEAST.fullmatch(word)
     if matched:
-        return Condition("completions", count=int(matched.group(1)))
+        return Condition(COMPLETIONS, count=int(matched.group(1)))
     raise ValueError(f"{text!r}: expected {USAGE}")
 
 
@@ -69,7 +72,7 @@ def met(condition: Condition, status: dict[str, Any], steady: dict[str, Any] | N
             a.get("state") == "firing" and (condition.rule is None or a.get("rule") == condition.rule)
             for a in status.get("alerts") or []
         )
-    done = status.get("completions")
+    done = status.get(COMPLETIONS)
     return done is not None and condition.count is not None and done >= condition.count
 
 
@@ -87,5 +90,5 @@ def progress_note(condition: Condition, status: dict[str, Any], steady: dict[str
     if condition.kind == "alert":
         states = [f"{a.get('rule')} {a.get('state')}" for a in status.get("alerts") or []]
         return "alerts: " + (", ".join(states) or "none")
-    done = status.get("completions")
+    done = status.get(COMPLETIONS)
     return f"completions: {int(done) if isinstance(done, float) and done.is_integer() else done}"

@@ -17,6 +17,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from kvwatch.app.metrics_catalog.charts import TOKEN_USAGE_HIGH
+from kvwatch.app.metrics_catalog.names import (
+    COMPLETION_RATE,
+    COMPLETIONS,
+    GEN_THROUGHPUT,
+    QUEUE_REQ,
+    RUNNING_REQ,
+    TOKEN_USAGE,
+)
 
 RED, YELLOW, BOLD, RESET = "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 
@@ -85,18 +93,18 @@ def mean_label(status: dict[str, Any]) -> str:
 
 
 def server_line(status: dict[str, Any], colour: bool) -> str:
-    usage = status.get("token_usage")
+    usage = status.get(TOKEN_USAGE)
     usage_text = paint(number(usage, 2), RED, colour and usage is not None and usage >= TOKEN_USAGE_HIGH)
-    times = [t for k, t in (status.get("sampled_at") or {}).items() if k in ("gen_throughput", "token_usage")]
+    times = [t for k, t in (status.get("sampled_at") or {}).items() if k in (GEN_THROUGHPUT, TOKEN_USAGE)]
     started = (status.get("run") or {}).get("started_at")
     # A run still starting has logged no batch yet: the newest numbers are the previous run's.
     earlier = ", before this run started" if times and started is not None and max(times) < started else ""
     age = f"  ({duration(status['as_of'] - max(times))} ago{earlier})" if times else "  (no samples yet)"
     mean = status.get("gen_throughput_mean", status.get("gen_throughput_mean_5min"))
     return (
-        f"  server   {number(status.get('gen_throughput'), 1)} tok/s"
+        f"  server   {number(status.get(GEN_THROUGHPUT), 1)} tok/s"
         f" ({mean_label(status)} {number(mean, 1)})"
-        f"  KV {usage_text}  running {number(status.get('running_req'))}  queue {number(status.get('queue_req'))}{age}"
+        f"  KV {usage_text}  running {number(status.get(RUNNING_REQ))}  queue {number(status.get(QUEUE_REQ))}{age}"
     )
 
 
@@ -115,14 +123,14 @@ def client_line(status: dict[str, Any], colour: bool) -> str | None:
 
 
 def outputs_line(status: dict[str, Any]) -> str | None:
-    done = status.get("completions")
+    done = status.get(COMPLETIONS)
     if done is None:
         return None
     by_dataset = status.get("completions_by_dataset") or {}
     datasets = "  ".join(f"{name} {number(count)}" for name, count in by_dataset.items())
     target = status.get("target_completions")
     total = f"{number(done)} of {target}" if target else f"{number(done)} total"
-    rate = status.get("completion_rate")
+    rate = status.get(COMPLETION_RATE)
     eta = status.get("eta_s")
     eta_text = "" if eta is None else ("  done" if eta == 0 else f"  ETA {duration(eta)}")
     parts = [p for p in (datasets, f"{total}  {number(rate, 2)}/s{eta_text}") if p]
