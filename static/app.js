@@ -29,8 +29,9 @@ const state = {
   latest: {},                     // newest value per metric (the progress line)
   progress: null,                 // completions and ETA (/api/series's `eta`, /api/hosts's `progress`)
   runsKey: null,                  // the run list the markers last saw (a change reaches the panels)
-  runStarts: new Map(),
-  fleet: null,                    // the fleet view, when there is more than one host           // host -> the run starts its rate points were drawn knowing
+  runStarts: new Map(),           // host -> the run starts its rate points were drawn knowing
+  rateDrops: 0,                   // how often rate points were dropped to be fetched again (answers older than one are stale)
+  fleet: null,                    // the fleet view, when there is more than one host
   loading: null,                  // the host load in flight
   starting: true,                 // main() has not finished: the charts are busy
   filling: 0,                     // loads, refills and backfills in flight: live drawing waits
@@ -194,12 +195,14 @@ function redoRatesFrom(host, runs) {
   if (!fresh.length || state.zoom) return;
   const from = Math.min(...fresh);
   let dropped = false;
-  for (const { panel, index } of tracesFor(RATE)) {
+  for (const { panel, index } of tracesFor(NAMES.COMPLETION_RATE)) {
     const queued = state.pending.get(panel.id)?.byIndex.get(index);
     if (queued) queued.splice(0, queued.length, ...queued.filter(([t]) => t < from));
     dropped = dropFrom($(panel.id), index, from) || dropped;
   }
-  if (dropped) fetchRate();
+  if (!dropped) return;
+  state.rateDrops += 1;  // an answer in flight was asked from the old end: it would leave a hole
+  fetchRate();
 }
 
 const markerLabels = (index, markers) => index === 0 || markers.length < 8;
@@ -358,9 +361,10 @@ const fetchRate = throttle(async () => {
   const rate = NAMES.COMPLETION_RATE;
   const drawn = tracesFor(rate);
   const since = drawn.length ? sinceLast($(drawn[0].panel.id), drawn[0].index) : undefined;
+  const drops = state.rateDrops;
   const series = await watched("completion rate", fetchSeries(state.host, rate, { since, maxPoints: 500 }));
   if (!series) return;
-  if (!state.zoom && series.points.length) {  // drawn like the stream's points, never over a refill
+  if (!state.zoom && series.points.length && drops === state.rateDrops) {  // drawn like the stream's points, never over a refill
     for (const { panel, index } of drawn) queuePoints(panel.id, index, withPositions(series.points));
     scheduleDraw();
   }
@@ -705,7 +709,7 @@ async function main() {
   const andFleet = (handler) => (data) => { refreshFleet(); handler(data); };
   openStream({
     hello: onHello, sample: andFleet(onSample), host: andFleet(onHostEvent), event: andFleet(onServerEvent),
-    run: andFleet(onRun), alert: andFleet(onRun),
+    run: andFleet(onRun), alert: andFleet((data) => { state.fleet?.noteAlert(data); onRun(data); }),
   }, (streamState) => {
     if (streamState !== "live") showStream(streamState);  // an open stream is live once its hello is heard
   });

@@ -14,26 +14,39 @@ const ACTIONS = {
 const LABELS = { plan: "plan from [hosts.campaign]", start: "start (confirm this plan)", pause: "pause",
                  resume: "resume", stop: "stop" };
 
+// The panel's last sentence to the person, per host and campaign state: the panel is drawn again on
+// every refresh, and a refusal must stay on screen until the campaign moves on, not until the next poll.
+const notices = new Map();
+
+function say(host, state, message, text) {
+  notices.set(host, { state, text });
+  message.textContent = text;
+}
+
 // The buttons of the campaign's state; a click POSTs with the token the restart panel keeps, then
 // `onChanged` fetches the campaign again. A refusal is shown as the API's sentence.
 function actions(host, answer, onChanged) {
-  const message = el("p", { class: "campaign-message", "data-testid": "campaign-message", role: "status" });
-  const wanted = ACTIONS[answer ? answer.state : "none"] || [];
+  const state = answer ? answer.state : "none";
+  const kept = notices.get(host);
+  const message = el("p", { class: "campaign-message", "data-testid": "campaign-message", role: "status",
+                            text: kept && kept.state === state ? kept.text : "" });
+  const wanted = ACTIONS[state] || [];
   const buttons = wanted.map((action) => el("button", {
     type: "button", "data-testid": `campaign-${action}`,
     onclick: async () => {
       const token = sessionStorage.getItem(TOKEN_KEY) || "";
       if (!token) {
-        message.textContent = "enter the control token in the restart panel first";
+        say(host, state, message, "enter the control token in the restart panel first");
         return;
       }
       const body = action === "start" ? { campaign: answer.id } : {};
       const { status, answer: reply } = await postCampaign(host, action, body, token);
       if (status >= 400) {
         const detail = typeof reply.detail === "string" ? reply.detail : JSON.stringify(reply.detail ?? reply);
-        message.textContent = `${action} refused (HTTP ${status}): ${detail}`;
+        say(host, state, message, `${action} refused (HTTP ${status}): ${detail}`);
         return;
       }
+      notices.delete(host);
       onChanged();
     },
   }, LABELS[action]));

@@ -106,5 +106,20 @@ export function createFleetView(section, { onPick }) {
     render(answer);
     return answer;
   }
-  return { render, refresh };
+
+  // An alert that fires (the stream's `alert` event, /api/alerts's item) moves its row up at once, before
+  // the next /api/fleet answer (throttled, and slow on a loaded host) orders every row: firing alerts
+  // lead (app/fleet/attention.py's first rank). Anything else waits for that answer.
+  function noteAlert(alert) {
+    if (!last || !alert || alert.state !== "firing") return;
+    const row = last.hosts.find((r) => r.host === alert.host);
+    if (!row) return;
+    const alerts = (row.alerts || []).filter((a) => a.rule !== alert.rule);
+    const firing = [...alerts, alert].filter((a) => a.state === "firing").map((a) => a.rule);
+    const moved = { ...row, alerts: [...alerts, alert], attention: "alert", attention_reason: `firing: ${firing.join(", ")}` };
+    const others = last.hosts.filter((r) => r !== row);
+    const leading = others.filter((r) => r.attention === "alert");
+    render({ ...last, hosts: [...leading, moved, ...others.filter((r) => r.attention !== "alert")] });
+  }
+  return { render, refresh, noteAlert };
 }

@@ -51,6 +51,9 @@ def test_plan_and_stop_a_campaign_from_the_page(demo: str, page: Any) -> None:
     plan.click()
     message = page.locator("[data-testid=campaign-message]")
     assert message.inner_text() == "enter the control token in the restart panel first"
+    page.wait_for_timeout(2500)  # the panel is drawn again on refreshes: the sentence stays until the state moves
+    assert page.locator("[data-testid=campaign-message]").inner_text() == \
+        "enter the control token in the restart panel first"
     page.evaluate(f"sessionStorage.setItem('kvwatch-token', '{TOKEN}')")
     plan.click()
     page.locator("[data-testid=campaign-table]").wait_for(timeout=30_000)
