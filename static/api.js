@@ -65,6 +65,11 @@ export function fetchRuns(host) {
   return getJSON(`/api/runs?${new URLSearchParams({ host })}`);
 }
 
+// The same config's newest run on each other host (GET /api/runs/{id}/alike).
+export function fetchAlike(runId) {
+  return getJSON(`/api/runs/${encodeURIComponent(runId)}/alike`);
+}
+
 export function fetchEvents(host) {
   return getJSON(`/api/events?${new URLSearchParams({ host, kind: "event" })}`);
 }

@@ -5,6 +5,7 @@ import { newPoints, sinceLast, withPositions } from "./stamps.js";
 import { eventMarkers, runMarkers } from "./markers.js";
 import { refreshHostPanels, showHostPanels } from "./hostpanels.js";
 import { renderCampaign } from "./campaign.js";
+import { setHostCount } from "./compare.js";
 import { renderDiagnosis } from "./diagnosis.js";
 import { NAMES, setNames } from "./names.js";
 import { createNowRow } from "./nowrow.js";
@@ -217,6 +218,7 @@ async function refreshHosts() {
   const hosts = await watched("hosts", fetchHosts());
   if (!hosts) return;
   state.hosts = hosts;
+  setHostCount(hosts.length);  // the compare view offers the same config on the other hosts
   const fetchedAt = Date.now() / 1000;
   renderHostStrip($("host-strip"), state.hosts, state.host, pickHost);
   const current = state.hosts.find((h) => h.name === state.host);
@@ -692,6 +694,7 @@ async function main() {
   state.nowRow = createNowRow($("now-row"));
   renderChartSlots($("charts"), charts, metrics);
   state.hosts = hosts;
+  setHostCount(hosts.length);
   for (const host of state.hosts) picker.add(new Option(host.name, host.name));
   picker.addEventListener("change", () => pickHost(picker.value));
   $("back-to-live").addEventListener("click", () => {

@@ -1,6 +1,6 @@
 // The compare view of one host: pick runs and a baseline, the steady-state table with change % and the
 // within-noise marker, the flag diff, copy as Markdown / download CSV, the overlay chart, windows by hand.
-import { compareURL, fetchCompare, fetchCompareText, fetchRuns } from "./api.js";
+import { compareURL, fetchAlike, fetchCompare, fetchCompareText, fetchRuns } from "./api.js";
 import { el } from "./dom.js";
 import { fmt } from "./flageditor.js";
 import { NAMES } from "./names.js";
@@ -8,15 +8,31 @@ import { drawOverlay } from "./overlay.js";
 import { watched } from "./problems.js";
 
 const state = { host: null, runs: [], chosen: [], baseline: null, windows: {}, align: "start", result: null,
-                minSteady: null };  // minSteady: seconds set on the page; null = the host's configured minimum
+                minSteady: null,  // minSteady: seconds set on the page; null = the host's configured minimum
+                hostCount: 1, across: false };  // across: the host's newest config's runs on the other hosts too
+
+// How many hosts the page follows: with more than one, the view offers the same config on the others.
+export function setHostCount(count) {
+  state.hostCount = count;
+}
+
+// The host's runs and, across hosts, the newest run of its newest run's config on each other host.
+async function loadRuns(host) {
+  const own = await watched("runs", fetchRuns(host));
+  if (!own || !state.across || !own.length) return own;
+  const answer = await watched("runs on other hosts", fetchAlike(own.at(-1).id));
+  return [...own, ...((answer && answer.alike) || [])];
+}
 // The overlay chart's series; read when asked for: the names arrive with the page's first catalog answer.
 const overlay = () => [NAMES.GEN_THROUGHPUT, NAMES.TOKEN_USAGE];
 
 export async function showCompare(root, host) {
   state.host = host;
-  const runs = (await watched("runs", fetchRuns(host))) || [];
+  const runs = (await loadRuns(host)) || [];
   if (host !== state.host) return;
-  Object.assign(state, { runs, chosen: runs.slice(-2).map((r) => r.id), baseline: null, windows: {}, result: null });
+  const own = runs.filter((r) => r.host === host);
+  const chosen = state.across ? [own.at(-1), ...runs.filter((r) => r.host !== host)] : runs.slice(-2);
+  Object.assign(state, { runs, chosen: chosen.filter(Boolean).map((r) => r.id), baseline: null, windows: {}, result: null });
   root.hidden = runs.length === 0;
   if (root.hidden) return;
   render(root);
@@ -28,7 +44,7 @@ export async function showCompare(root, host) {
 // when its answer changed, unless the user is typing in the view (a redraw would take the input).
 export async function refreshRuns(root, host) {
   if (host !== state.host) return;
-  const runs = await watched("runs", fetchRuns(host));
+  const runs = await loadRuns(host);
   if (!runs || host !== state.host) return;
   const ids = (list) => list.map((r) => `${r.id}/${r.ended_at ?? ""}`).join(",");
   if (ids(runs) !== ids(state.runs)) await showCompare(root, host);
@@ -40,7 +56,7 @@ function typingIn(root) {
   return root.contains(active) && (active.tagName === "SELECT" || (active.tagName === "INPUT" && active.type !== "checkbox"));
 }
 
-const runLabel = (run) => `${run.id} · ${new Date(run.started_at * 1000).toLocaleString()}`;
+const runLabel = (run) => `${run.host === state.host ? "" : `${run.host}: `}${run.id} · ${new Date(run.started_at * 1000).toLocaleString()}`;
 
 function render(root) {
   const picks = state.runs.map((run) => el("label", { class: "run-pick" },
@@ -67,6 +83,12 @@ function render(root) {
                      onclick: downloadCsv }),
       el("button", { type: "button", id: "cmp-reload", "data-testid": "cmp-reload", text: "reload runs",
                      onclick: () => showCompare(root, state.host) }),
+      state.hostCount > 1
+        ? el("button", { type: "button", id: "cmp-across", "data-testid": "cmp-across", "aria-pressed": String(state.across),
+                         title: "the newest run's config: its newest run on each other host, side by side",
+                         text: state.across ? "this host's runs only" : "same config on other hosts",
+                         onclick: () => { state.across = !state.across; showCompare(root, state.host); } })
+        : null,
       el("span", { id: "cmp-note", "data-testid": "cmp-note", class: "muted" })),
     el("p", { class: "error", id: "cmp-error", "data-testid": "cmp-error" }),
     el("div", { id: "cmp-table", "data-testid": "cmp-table", class: "cmp-table" }),
