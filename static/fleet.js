@@ -35,14 +35,16 @@ function sparkline(values, top, label) {
   return svg;
 }
 
+// [heading, the cell's value, how a value is drawn (else it is the cell's text)]. A cell is written
+// again only when its value changed: 256 rows a second must not rebuild 3,840 cells.
 const COLUMNS = [
   ["host", (r) => r.host],
   ["group", (r) => r.group || "–"],
   ["needs", (r) => r.attention_reason || "–"],
   ["tok/s", (r) => number(r.gen_throughput)],
-  ["15 min", (r) => sparkline(r.spark?.gen_throughput, null, `${r.host} tok/s, last 15 minutes`)],
+  ["15 min", (r) => r.spark?.gen_throughput, (v, r) => sparkline(v, null, `${r.host} tok/s, last 15 minutes`)],
   ["KV usage", (r) => number(r.token_usage, 2)],
-  ["15 min", (r) => sparkline(r.spark?.token_usage, 1, `${r.host} KV usage, last 15 minutes`)],
+  ["15 min", (r) => r.spark?.token_usage, (v, r) => sparkline(v, 1, `${r.host} KV usage, last 15 minutes`)],
   ["running", (r) => number(r.running_req)],
   ["queue", (r) => number(r.queue_req)],
   ["done", (r) => (r.target_completions ? `${number(r.completions)} / ${number(r.target_completions)}` : number(r.completions))],
@@ -83,6 +85,7 @@ export function createFleetView(section, { onPick }) {
   section.replaceChildren(el("div", { class: "fleet-top" }, el("h2", {}, "fleet"), filter, totals),
                           el("table", { class: "fleet-table", "data-testid": "fleet-table" }, head, body));
   let last = null;
+  const drawn = new Map();  // host -> { tr, cells, keys }: the rows on the page, written cell by cell
   filter.addEventListener("input", () => last && render(last));
   body.addEventListener("click", (event) => {
     const row = event.target.closest("tr[data-host]");
@@ -91,14 +94,37 @@ export function createFleetView(section, { onPick }) {
 
   function render(answer) {
     last = answer;
-    const wanted = filter.value.trim().toLowerCase();
-    const shown = answer.hosts.filter((r) => !wanted || [r.host, r.group, r.attention_reason, r.verdict_label, r.run?.id]
-      .some((text) => (text || "").toLowerCase().includes(wanted)));
-    body.replaceChildren(...shown.map((r) => el("tr", {
-      "data-host": r.host, "data-attention": r.attention, "data-testid": "fleet-row", tabindex: "0",
-      class: `attention-${r.attention}` }, ...COLUMNS.map(([, cell]) => el("td", {}, cell(r))))));
+    const needle = filter.value.trim().toLowerCase();
+    const shown = answer.hosts.filter((r) => !needle || [r.host, r.group, r.attention_reason, r.verdict_label, r.run?.id]
+      .some((text) => (text || "").toLowerCase().includes(needle)));
+    const hosts = new Set(answer.hosts.map((r) => r.host));
+    for (const host of drawn.keys()) if (!hosts.has(host)) drawn.delete(host);
+    const wanted = shown.map(rowFor);
+    const current = body.children;
+    if (current.length !== wanted.length || wanted.some((tr, i) => current[i] !== tr)) body.replaceChildren(...wanted);
     const groups = Object.entries(answer.groups || {}).map(([name, t]) => `${name}: ${totalsText(t)}`);
     totals.textContent = [totalsText(answer.totals), ...groups].join("  |  ");
+  }
+
+  function rowFor(r) {
+    let row = drawn.get(r.host);
+    if (!row) {
+      const cells = COLUMNS.map(() => el("td"));
+      row = { tr: el("tr", { "data-host": r.host, "data-testid": "fleet-row", tabindex: "0" }, ...cells), cells,
+              keys: COLUMNS.map(() => undefined) };
+      drawn.set(r.host, row);
+    }
+    row.tr.dataset.attention = r.attention;
+    row.tr.className = `attention-${r.attention}`;
+    COLUMNS.forEach(([, value, draw], i) => {
+      const v = value(r);
+      const key = draw ? JSON.stringify(v ?? null) : String(v);
+      if (row.keys[i] === key) return;
+      row.keys[i] = key;
+      if (draw) row.cells[i].replaceChildren(draw(v, r));
+      else row.cells[i].textContent = v;
+    });
+    return row.tr;
   }
 
   async function refresh() {
