@@ -107,7 +107,8 @@ database = "postgresql://kv:hunter2@db.internal/kvwatch"
 def test_config_check_prints_the_resolved_config_with_secrets_masked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write(tmp_path, SECRETS + HOSTS.replace("[server]\nport = 8765\n", "") + "[hosts.compare]\nmin_steady = '2m'\n")
+    hosts = HOSTS.replace("[server]\nport = 8765\n", "")
+    path = write(tmp_path, SECRETS + hosts + "[hosts.compare]\nmin_steady = '2m'\n")
     assert main(["config", "check", "--config", str(path)]) == 0
     out = capsys.readouterr().out
     for secret in ("s3cret-token-value", "abcdef", "hunter2"):
