@@ -64,7 +64,7 @@ class ConfigReloader:
     def _apply(self, config: Config) -> None:
         running = self.services.registries
         swap = self._plan_controllers(config)  # everything that can refuse comes before any change
-        record_min_steady(self.services.store, config, time.time())  # refuses a bad [hosts.compare] first
+        record_min_steady(self.services.store, config, time.time())
         if self.collect:
             claim_hosts(self.services.store, host_changes(running.config, config).added, this_owner())
         controllers = running.controllers
