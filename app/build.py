@@ -22,7 +22,7 @@ from kvwatch.app.bus import EventBus
 from kvwatch.app.campaign.service import CampaignService
 from kvwatch.app.compare.settings import record_min_steady
 from kvwatch.app.config import Config, HostConfig
-from kvwatch.app.config_files import check_host_files
+from kvwatch.app.config.files import check_host_files
 from kvwatch.app.controller.restart import HostController
 from kvwatch.app.controller.wiring import build_controllers
 from kvwatch.app.errors import ConfigError

@@ -18,7 +18,7 @@ from kvwatch.app.errors import KvwatchError
 
 COMMAND_NAMES: tuple[str, ...] = (
     "demo", "serve", "collect", "parse", "compare", "report", "export", "init", "status", "wait",
-    "diagnose", "mcp", "campaign",
+    "diagnose", "mcp", "campaign", "config",
 )
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 EPILOG = """\

@@ -17,7 +17,6 @@ restart: a changed one is named in one log line and kept.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import signal
 import threading
@@ -65,14 +64,14 @@ class ConfigReloader:
     def _apply(self, config: Config) -> None:
         running = self.services.registries
         swap = self._plan_controllers(config)  # everything that can refuse comes before any change
-        record_min_steady(self.services.store, config, time.time())  # refuses a bad [hosts.compare] first
+        record_min_steady(self.services.store, config, time.time())
         if self.collect:
             claim_hosts(self.services.store, host_changes(running.config, config).added, this_owner())
         controllers = running.controllers
         if swap is not None:
             swap.hold()
             controllers = swap.apply(running.controllers)
-        config = dataclasses.replace(config, server=self._server(config.server))
+        config = config.model_copy(update={"server": self._server(config.server)})
         change = next_registries(self.services, config, controllers, collect=self.collect)
         for collector in change.stop:  # first: a changed host's new collector resumes from its offsets
             collector.stop()
@@ -91,12 +90,13 @@ class ConfigReloader:
         """The running [server] settings with the live ones taken from `new`; one line names the rest
         that changed (by key only: token and webhook are secrets)."""
         running = self.services.config.server
-        kept = [f.name for f in dataclasses.fields(ServerConfig)
-                if f.name not in LIVE_SERVER_KEYS and getattr(new, f.name) != getattr(running, f.name)]
+        kept = [key for key in ServerConfig.model_fields
+                if key not in LIVE_SERVER_KEYS and getattr(new, key) != getattr(running, key)]
         if kept:
             log.warning("reload: %s changed but not applied (needs a restart of kvwatch)",
                         ", ".join(f"server.{key}" for key in kept))
-        return dataclasses.replace(running, **{key: getattr(new, key) for key in LIVE_SERVER_KEYS})
+        # validated values of the same model: copying them needs no new validation
+        return running.model_copy(update={key: getattr(new, key) for key in LIVE_SERVER_KEYS})
 
     def install(self) -> None:
         """Reload on SIGHUP, in a thread of its own (a signal handler must not block)."""

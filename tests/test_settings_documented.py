@@ -1,6 +1,6 @@
 """Every kvwatch.toml key is documented in the README and set by at least one test.
 
-A guard, not a proof: a key added to app/config.py fails here until the README shows it and a test sets
+A guard, not a proof: a key added to app/config/ fails here until the README shows it and a test sets
 it (as a TOML key or a config keyword), so no setting ships undocumented or untried.
 """
 

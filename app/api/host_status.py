@@ -120,7 +120,7 @@ def client_progress(store: Store, host: str, health: dict[str, Any], now: float)
 
 def flag_schema(host: HostConfig) -> Schema | None:
     """The bundled schema the host's controller is pinned to, else the newest bundled one."""
-    pinned = (host.tables.get("restart") or {}).get("flags_schema")
+    pinned = host.restart.flags_schema
     versions = bundled_versions()
     version = pinned if pinned in versions else (versions[-1] if versions else None)
     return None if version is None else load_bundled(version)

@@ -130,7 +130,7 @@ class CampaignService:
         controller = self.controller(host)
         config = self.services.config
         entry = next(h for h in config.hosts if h.name == host)
-        data = table or entry.tables.get("campaign")  # an empty body asks for the declared plan
+        data = table or entry.campaign  # an empty body asks for the declared plan
         if data is None:
             raise NotFound(f"host {host!r} declares no [hosts.campaign] plan, and the request gives none")
         plan = plan_from_table(data, f"hosts.{host}.campaign", host_min_steady(config, host))

@@ -13,54 +13,18 @@
     min_free_gib = 8                  # predicted GiB a candidate must leave after CUDA-graph capture
     on_failure = "continue"           # or "stop": after a step that crashes or never becomes ready
 
-The steady window per step is the host's one steady minimum, `[hosts.compare] min_steady`.
+The steady window per step is the host's one steady minimum, `[hosts.compare] min_steady`. The table's
+model is app/config/campaign.py's CampaignTable: the whole config is validated at load.
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Annotated, Any, ClassVar, Literal
-
-from pydantic import BeforeValidator, Field, model_validator
 
 from kvwatch.app.campaign.model import Candidate, Plan
-from kvwatch.app.config_tables import Duration, NotNegative, Ratio, Table, invalid, validated
+from kvwatch.app.config.campaign import CampaignTable
+from kvwatch.app.config.messages import validated
 from kvwatch.app.errors import ConfigError
-from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, Objective
-
-MAX_CANDIDATES = 16  # a grid larger than this is hours of restarts: declare it in parts
-
-
-def _names(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        invalid("expected a list of preset names")
-    return tuple(value)
-
-
-class CampaignTable(Table):
-    unknown: ClassVar[str] = ".{key}: unknown setting (allowed: {allowed})"
-    presets: Annotated[tuple[str, ...], BeforeValidator(_names)] = ()
-    lever: str | None = None
-    values: tuple[Any, ...] = ()
-    grid: dict[str, tuple[Any, ...]] = Field(default_factory=dict)
-    objective: Objective = GEN_THROUGHPUT
-    max_queue: NotNegative | None = None
-    max_usage: Ratio | None = None
-    step_budget: Duration = 1800.0
-    total_budget: Duration = 14400.0
-    min_free_gib: NotNegative = 8.0
-    on_failure: Literal["continue", "stop"] = "continue"
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> CampaignTable:
-        kinds = [bool(self.presets), self.lever is not None, bool(self.grid)]
-        if sum(kinds) > 1:
-            invalid("give one of `presets`, `lever` with `values`, or `grid`")
-        if self.lever is not None and not self.values:
-            invalid("`lever` needs `values`")
-        if len(candidates(self)) > MAX_CANDIDATES:
-            invalid(f"more than {MAX_CANDIDATES} candidates")
-        return self
 
 
 def candidates(table: CampaignTable) -> tuple[Candidate, ...]:
@@ -78,8 +42,9 @@ def candidates(table: CampaignTable) -> tuple[Candidate, ...]:
 
 
 def plan_from_table(data: object, label: str, min_steady_s: float) -> Plan:
-    """The plan `data` declares; ConfigError naming `label` and the field when it is bad."""
-    table = validated(CampaignTable, data, label)
+    """The plan `data` declares (the host's validated table, or a request's body); ConfigError naming
+    `label` and the field when it is bad."""
+    table = data if isinstance(data, CampaignTable) else validated(CampaignTable, data, label)
     found = candidates(table)
     if not found:
         raise ConfigError(f"{label}: no candidates (give `presets`, `lever` with `values`, or `grid`)")

@@ -8,7 +8,6 @@ PostgreSQL, and one `kvwatch serve --no-collect` shows them all. SIGHUP reloads 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import signal
 import threading
 from pathlib import Path
@@ -39,7 +38,7 @@ def only_hosts(config: Config, only: str | None) -> Config:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ConfigError(f"--only: no host named {unknown[0]!r} in {config.path} (hosts: {', '.join(sorted(known))})")
-    return dataclasses.replace(config, hosts=tuple(h for h in config.hosts if h.name in names))
+    return config.model_copy(update={"hosts": tuple(h for h in config.hosts if h.name in names)})
 
 
 def collected(config: Config, only: str | None) -> Config:

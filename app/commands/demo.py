@@ -92,7 +92,7 @@ def demo_host(world: DemoWorld, name: str, workdir: Path, gpu: bool = True) -> H
         outputs=(world.outputs_glob,),
         target_completions=world.target_completions,
         launch=world.launch,
-        tables=tables,
+        **tables,  # validated into the host's tables like a kvwatch.toml's
         gpu=gpu and world.bin_dir is not None,
     )
 

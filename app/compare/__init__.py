@@ -7,7 +7,8 @@ store), table (the comparison dict), render (Markdown, CSV), report (entry point
 from __future__ import annotations
 
 from kvwatch.app.compare.report import NothingStored, compare_runs, overlay, parse_window, render
-from kvwatch.app.compare.runstats import DEFAULT_MIN_STEADY_S, RunStats, compute_run_stats
+from kvwatch.app.compare.runstats import RunStats, compute_run_stats
+from kvwatch.app.config.compare import DEFAULT_MIN_STEADY_S
 
 __all__ = [
     "DEFAULT_MIN_STEADY_S",

@@ -9,9 +9,10 @@ import numpy as np
 from tsdownsample import MinMaxLTTBDownsampler
 
 from kvwatch.app.compare.render import to_csv, to_markdown
-from kvwatch.app.compare.runstats import DEFAULT_MIN_STEADY_S, NOTHING_LEFT, RunStats, compute_run_stats
+from kvwatch.app.compare.runstats import NOTHING_LEFT, RunStats, compute_run_stats
 from kvwatch.app.compare.sources import align_rate_sources
 from kvwatch.app.compare.table import ROWS, comparison
+from kvwatch.app.config.compare import DEFAULT_MIN_STEADY_S
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.runs.model import Run
 from kvwatch.app.store.base import Store

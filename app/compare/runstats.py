@@ -11,13 +11,13 @@ import numpy as np
 from kvwatch.app.compare.grid import FloatArray, grid_step, on_grid
 from kvwatch.app.compare.stats import Summary, summarize_level, summarize_rate
 from kvwatch.app.compare.steady import STEADY_METRICS, SteadyWindow, find_window, manual_window
+from kvwatch.app.config.compare import DEFAULT_MIN_STEADY_S  # the default of [hosts.compare]
 from kvwatch.app.metrics_catalog import describe
 from kvwatch.app.metrics_catalog.names import CLIENT_DONE, COMPLETION_RATE, COMPLETIONS, NEW_SEQ
 from kvwatch.app.runs.model import Run
 from kvwatch.app.store.base import Store
 from kvwatch.app.store.coverage import SeriesWindow, read_window
 
-DEFAULT_MIN_STEADY_S = 300.0
 MIN_WINDOW_POINTS = 20
 # Where completions per second come from, best first: the output files (what was actually persisted),
 # the client's progress bar, then admissions (prefill #new-seq less retracted requests, which are

@@ -7,36 +7,28 @@ it for one comparison (`min_steady` on /api/compare), as `--min-steady` does for
 
 A kvwatch that serves a config records each host's minimum in its store, so that a command reading
 the store without that config (`--db`, a demo's `--workdir`) judges runs as the server did.
+The table's model is app/config/compare.py's CompareTable, validated with the rest of the config.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
 
-from kvwatch.app.compare.runstats import DEFAULT_MIN_STEADY_S
 from kvwatch.app.config import Config
-from kvwatch.app.config_tables import Duration, Table, validated
+from kvwatch.app.config.compare import DEFAULT_MIN_STEADY_S
 from kvwatch.app.store.base import Store
 
 SETTINGS_DOC = "compare_settings"  # one document a host: {"min_steady_s": seconds}
 
 
-class CompareTable(Table):
-    unknown: ClassVar[str] = ".{key}: unknown setting (allowed: {allowed})"
-    min_steady: Duration = DEFAULT_MIN_STEADY_S
-
-
 def host_min_steady(config: Config, host: str) -> float:
     """The configured minimum for `host`'s runs, or the default."""
     entry = next((h for h in config.hosts if h.name == host), None)
-    table = {} if entry is None else entry.tables.get("compare", {})
-    return validated(CompareTable, table, f"{config.path}: hosts[{host!r}].compare").min_steady
+    return DEFAULT_MIN_STEADY_S if entry is None else entry.compare.min_steady
 
 
 def record_min_steady(store: Store, config: Config, now: float) -> None:
-    """Keep each configured host's minimum in the store (at a start and at each reload). A bad table
-    raises ConfigError before anything is written."""
+    """Keep each configured host's minimum in the store (at a start and at each reload)."""
     minimums = {host.name: host_min_steady(config, host.name) for host in config.hosts}
     for host, minimum in minimums.items():
         store.put_document(SETTINGS_DOC, host, host, now, {"min_steady_s": minimum})

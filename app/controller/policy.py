@@ -34,24 +34,25 @@ Top-level `[presets.<name>]` and `[[vetoes]]` tables (same shape) apply to every
 A request's flags (or a preset's) are laid over the launch flags, so a run's flags are always
 `launch + request`: reproducible, and a change does not silently carry over an older experiment.
 `EXAMPLE_PRESETS` are the three configurations of the tuning campaign this tool was made for.
-Each table is a typed model (`PresetTable`, `VetoTable`, `RestartTable`, on app/config_tables.py), so
-a bad key or value is one ConfigError line naming the file (when known), the table and the field.
+Each table is a typed model (`PresetTable`, `VetoTable`, `RestartTable`, in app/config/controller.py),
+validated with the whole config when it is read; `controller_config` turns a host's into its
+ControllerConfig. `parse_controller_config` reads one raw `[[hosts]]` table on its own (tools, tests).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import os
 import posixpath
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar
+from typing import Any
 
-from pydantic import BeforeValidator, ConfigDict, model_validator
-
-from kvwatch.app.config_tables import Positive, Table, Text, invalid, positive, validated
+from kvwatch.app.config import Config, HostConfig
+from kvwatch.app.config.controller import ControllerTables, PresetTable, RestartTable, VetoTable
+from kvwatch.app.config.messages import validated
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.flags.schema import FlagError, FlagValue, Schema
 
@@ -127,76 +128,25 @@ EXAMPLE_PRESETS = (
 EXAMPLE_VETO = Veto("kv-cache-dtype", "fp8*", "the owner ruled out fp8 KV cache: it degrades the model noticeably")
 
 
-class PresetTable(Table):
-    """`[hosts.presets.<name>]` or `[presets.<name>]`."""
+def controller_config(host: HostConfig, config: Config) -> ControllerConfig | None:
+    """The controller part of a host of the (validated) config; None when it has no `launch`.
 
-    unknown: ClassVar[str] = "unknown key(s) {keys}"
-    flags: dict[str, Any]
-    description: Text = ""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _has_flags(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not isinstance(data.get("flags"), dict):
-            invalid("expected a `flags` table")
-        return data
-
-
-class VetoTable(Table):
-    """`[[hosts.vetoes]]` or `[[vetoes]]`. Other keys are ignored, as they always were."""
-
-    model_config = ConfigDict(extra="ignore")
-    flag: str
-    reason: Text
-    value: Text = "*"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _has_flag_and_reason(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not isinstance(data.get("flag"), str) or not data.get("reason"):
-            invalid("needs `flag` and `reason` (and `value`, a glob; default any value)")
-        return data
-
-
-def _restarts(value: Any) -> int:
-    return int(positive(value))
-
-
-def _flag_names(value: Any) -> frozenset[str]:
-    if not isinstance(value, list) or not all(isinstance(n, str) and n.strip("-") for n in value):
-        invalid("expected a list of flag names")
-    return frozenset(n.removeprefix("--") for n in value)
-
-
-_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RestartSettings)}
-
-
-class RestartTable(Table):
-    """`[hosts.restart]`; the defaults of `python`, `state_dir` and `log_dir` depend on the host."""
-
-    unknown: ClassVar[str] = "unknown key(s) {keys}"
-    python: Text | None = None
-    flags_schema: Text = "remote"
-    state_dir: Text | None = None
-    log_dir: Text | None = None
-    stop_timeout: Positive = _DEFAULTS["stop_timeout"]
-    ready_timeout: Positive = _DEFAULTS["ready_timeout"]
-    poll_interval: Positive = _DEFAULTS["poll_interval"]
-    max_restarts: Annotated[int, BeforeValidator(_restarts)] = _DEFAULTS["max_restarts"]
-    restart_window: Positive = _DEFAULTS["restart_window"]
-    allow_flags: Annotated[frozenset[str], BeforeValidator(_flag_names)] = frozenset()
+    The top-level `[presets.<name>]` and `[[vetoes]]` apply to every host (a host's own preset of the
+    same name wins; vetoes add up)."""
+    if host.launch is None:
+        return None
+    if not host.launch.strip():
+        raise ConfigError(f"{config.path}: hosts[{host.name!r}].launch: expected a command line string")
+    return _controller(host.name, host.launch, host.server_log, {**config.presets, **host.presets},
+                       (*config.vetoes, *host.vetoes), host.restart)
 
 
 def parse_controller_config(
     host_table: dict[str, Any], shared: dict[str, Any] | None = None, where: str | None = None
 ) -> ControllerConfig | None:
-    """The controller part of one `[[hosts]]` table; None when it has no `launch`. Raises ConfigError,
-    its line starting with `where` (the file) when given.
-
-    `shared` holds the top-level `[presets.<name>]` and `[[vetoes]]` tables, which apply to every host
-    (a host's own preset of the same name wins; vetoes add up).
-    """
-    shared = shared or {}
+    """The controller part of one raw `[[hosts]]` table; None when it has no `launch`. Raises
+    ConfigError, its line starting with `where` (the file) when given. `shared` holds the top-level
+    `[presets.<name>]` and `[[vetoes]]` tables, as in controller_config."""
     name = str(host_table.get("name", "?"))
     file = f"{where}: " if where else ""
     launch = host_table.get("launch")
@@ -206,39 +156,25 @@ def parse_controller_config(
         return None
     if not isinstance(launch, str) or not launch.strip():
         raise ConfigError(f"{file}hosts.{name}.launch: expected a command line string")
-    presets = {**_presets(file, "*", shared.get("presets", {})), **_presets(file, name, host_table.get("presets", {}))}
-    vetoes = _vetoes(file, "*", shared.get("vetoes", [])) + _vetoes(file, name, host_table.get("vetoes", []))
-    restart = validated(RestartTable, host_table.get("restart", {}), f"{file}hosts.{name}.restart")
-    return ControllerConfig(host=name, launch=launch, presets=presets, vetoes=vetoes,
-                            restart=_restart(name, host_table, launch, restart), allow_flags=restart.allow_flags)
+    common = validated(ControllerTables, {k: v for k, v in (shared or {}).items() if k != "restart"}, file)
+    own = validated(ControllerTables, host_table, f"{file}hosts.{name}")
+    server_log = host_table.get("server_log")
+    return _controller(name, launch, server_log if isinstance(server_log, str) else None,
+                       {**common.presets, **own.presets}, (*common.vetoes, *own.vetoes), own.restart)
 
 
-def _presets(file: str, host: str, table: object) -> dict[str, Preset]:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{file}hosts.{host}.presets: expected tables [hosts.presets.<name>]")
-    presets = {}
-    for name, body in table.items():
-        label = f"{file}hosts.{host}.presets.{name}" if host != "*" else f"{file}presets.{name}"
-        preset = validated(PresetTable, body, label)
-        presets[name] = Preset(name, dict(preset.flags), preset.description)
-    return presets
+def _controller(name: str, launch: str, server_log: str | None, presets: Mapping[str, PresetTable],
+                vetoes: tuple[VetoTable, ...], restart: RestartTable) -> ControllerConfig:
+    return ControllerConfig(
+        host=name, launch=launch,
+        presets={key: Preset(key, dict(p.flags), p.description) for key, p in presets.items()},
+        vetoes=tuple(Veto(v.flag.removeprefix("--"), v.value, v.reason) for v in vetoes),
+        restart=_restart(name, server_log, launch, restart), allow_flags=restart.allow_flags)
 
 
-def _vetoes(file: str, host: str, items: object) -> tuple[Veto, ...]:
-    if not isinstance(items, list):
-        raise ConfigError(f"{file}hosts.{host}.vetoes: expected [[hosts.vetoes]] entries")
-    vetoes = []
-    for index, item in enumerate(items):
-        label = f"{file}hosts.{host}.vetoes[{index}]" if host != "*" else f"{file}vetoes[{index}]"
-        veto = validated(VetoTable, item, label)
-        vetoes.append(Veto(veto.flag.removeprefix("--"), veto.value, veto.reason))
-    return tuple(vetoes)
-
-
-def _restart(host: str, host_table: dict[str, Any], launch: str, table: RestartTable) -> RestartSettings:
+def _restart(host: str, server_log: str | None, launch: str, table: RestartTable) -> RestartSettings:
     """The settings with the host's own defaults: the launch's python, and paths named after the host."""
     state_dir = f"~/.kvwatch/{host}" if table.state_dir is None else table.state_dir
-    server_log = host_table.get("server_log")
     log_dir = table.log_dir
     if log_dir is None:
         log_dir = posixpath.dirname(server_log) if server_log else f"{state_dir}/logs"

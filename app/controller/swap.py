@@ -81,5 +81,5 @@ def plan_swap(live: Mapping[str, HostController], running: Config, config: Confi
     return ControllerSwap(drop, put, old)
 
 
-def _connection(host: HostConfig) -> tuple[str, str | None, str | None]:
-    return host.ssh, host.identity_file, host.known_hosts
+def _connection(host: HostConfig) -> tuple[str, str, str | None, str | None]:
+    return host.transport, host.ssh, host.identity_file, host.known_hosts

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from kvwatch.app.config import Config, HostConfig
-from kvwatch.app.controller.policy import ControllerConfig, parse_controller_config
+from kvwatch.app.controller.policy import ControllerConfig, controller_config
 from kvwatch.app.controller.restart import HostController
 from kvwatch.app.controller.sinks import RestartRecord
 from kvwatch.app.diagnosis.accuracy import changes_from, keep_prediction
@@ -56,15 +56,9 @@ class StoreForecast:
         keep_prediction(self.store, self.host.name, run_id, time.time(), based_on, prediction)
 
 
-def controller_tables(config: Config) -> list[dict[str, Any]]:
-    """Each host's table as parse_controller_config reads it."""
-    return [{"name": h.name, "launch": h.launch, "server_log": h.server_log, **h.tables} for h in config.hosts]
-
-
 def controller_configs(config: Config) -> dict[str, ControllerConfig]:
-    """The parsed controller part of every host with a `launch`. Raises ConfigError on a bad table."""
-    shared: dict[str, Any] = {key: config.tables[key] for key in ("presets", "vetoes") if key in config.tables}
-    parsed = (parse_controller_config(table, shared, config.path) for table in controller_tables(config))
+    """The controller part of every host with a `launch`."""
+    parsed = (controller_config(host, config) for host in config.hosts)
     return {one.host: one for one in parsed if one is not None}
 
 

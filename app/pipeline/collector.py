@@ -96,6 +96,5 @@ def host_sources(host: HostConfig) -> list[SourceSpec]:
 
 
 def _run_logs(host: HostConfig) -> str:
-    restart = host.tables.get("restart") or {}
-    log_dir = str(restart.get("log_dir") or posixpath.dirname(host.server_log))
+    log_dir = host.restart.log_dir or posixpath.dirname(host.server_log)
     return run_log_path(log_dir, host.name, "*")

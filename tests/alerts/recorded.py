@@ -57,8 +57,8 @@ class Rig:
         raw: dict[str, Any] = {"hosts": [{"name": self.host.name, "ssh": "local", "server_log": "x"}]}
         if self.alerts_table:
             raw["alerts"] = self.alerts_table
-        tables = parse_config(raw, "kvwatch.toml").tables
-        return Config(server=ServerConfig(), hosts=(self.host,), tables=tables, path="kvwatch.toml")
+        alerts = parse_config(raw, "kvwatch.toml").alerts
+        return Config(server=ServerConfig(), hosts=(self.host,), alerts=alerts, path="kvwatch.toml")
 
     def rules(self) -> tuple[RuleSpec, ...]:
         return rules_for_host(self.config(), self.host)

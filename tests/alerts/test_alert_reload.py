@@ -4,7 +4,6 @@ webhook a reload sets starts being used."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,14 +74,14 @@ def test_a_webhook_set_by_a_reload_is_used_and_one_removed_is_not(tmp_path: Path
     services = services_for(tmp_path)  # no webhook at start
     alerting = services.alerts = start_alerting(services, interval=0.1)
     try:
-        with_hook = dataclasses.replace(services.config, server=ServerConfig(webhook=receiver.url))
+        with_hook = services.config.model_copy(update={"server": ServerConfig(webhook=receiver.url)})
         alerting.reconfigure(with_hook)
         saturate(services.store)
         wait_for(lambda: receiver.states() == ["firing"])
         assert alerting.delivery is not None and alerting.delivery.target == "http://127.0.0.1"
         alerting.reconfigure(services.config)
         assert alerting.delivery is None
-        changes = alerting.reconfigure(dataclasses.replace(services.config, hosts=()))  # resolves gpu1's alert
+        changes = alerting.reconfigure(services.config.model_copy(update={"hosts": ()}))  # resolves gpu1's alert
         assert [c.alert.state for c in changes if c.alert.rule == RULE] == ["resolved"]
         time.sleep(1.0)  # a sender, had one been left running, would have posted by now
         assert receiver.states() == ["firing"]

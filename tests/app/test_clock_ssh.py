@@ -262,7 +262,7 @@ def test_nvidia_smi_stamps_in_the_hosts_zone_sit_at_now(tmp_path: Path, shanghai
     fake.chmod(0o755)
     (tmp_path / "server.log").write_text("")
     config = host_config(tmp_path, shanghai)
-    config = Config(server=config.server, hosts=(dataclasses.replace(config.hosts[0], gpu=True),))
+    config = Config(server=config.server, hosts=(config.hosts[0].model_copy(update={"gpu": True}),))
     started_at = time.time()
     services = started(build_services(config))
     try:
@@ -312,7 +312,7 @@ def test_client_progress_lines_sit_when_they_appeared_and_the_backlog_is_marked(
     written_at = float(int(time.time())) - 900  # the client's last line, 15 min before kvwatch came back
     os.utime(client_log, (written_at, written_at))
     config = host_config(tmp_path, shanghai)
-    config = Config(server=config.server, hosts=(dataclasses.replace(config.hosts[0], client_log=str(client_log)),))
+    config = Config(server=config.server, hosts=(config.hosts[0].model_copy(update={"client_log": str(client_log)}),))
     services = started(build_services(config))
     try:
         wait_until(lambda: len(stored(services, "client_done")) == 20, timeout=30)

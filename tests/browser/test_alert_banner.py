@@ -9,7 +9,6 @@ import datetime as dt
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 
 from kvwatch.app.alerts import start_alerting
 from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.config.alerts import AlertsTable
 from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.app.services import Services
@@ -41,7 +41,8 @@ def saturated(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -
     config = run.config()
     (tmp_path / "idle.log").touch()
     idle = HostConfig(name="idle", ssh="local", server_log=str(tmp_path / "idle.log"))
-    config = replace(config, server=replace(config.server, token=TOKEN), hosts=(idle, *config.hosts))
+    config = config.model_copy(update={"server": config.server.model_copy(update={"token": TOKEN}),
+                                       "hosts": (idle, *config.hosts)})
     services = build_services(config)
     for collector in services.collectors.values():
         collector.interval = 0.1
@@ -155,7 +156,8 @@ def starting(tmp_path: Path, serve_app: Any) -> Iterator[str]:
     """A run that saturates from its first second, with a 60 s `for`: the alert fires while the page is open."""
     run = ScriptedRun(tmp_path, history_s=2)
     config = run.config()
-    config = replace(config, tables={"alerts": {"token_usage_high": {"for": "60s", "debounce": "5s"}}})
+    config = config.model_copy(update={"alerts": AlertsTable.model_validate(
+        {"token_usage_high": {"for": "60s", "debounce": "5s"}})})
     services = build_services(config)
     for collector in services.collectors.values():
         collector.interval = 0.1

@@ -184,7 +184,7 @@ def controlled(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) 
     table = host_table(tmp_path, free_port())
     (tmp_path / "logs").mkdir()
     host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"], launch=table["launch"],
-                      tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+                      **{key: table[key] for key in ("presets", "vetoes", "restart")})
     config = Config(server=ServerConfig(data_dir=str(tmp_path), database="kvwatch.db", token=TOKEN), hosts=(host,))
     services = build_services(config)
     server = serve_app(create_app(services))

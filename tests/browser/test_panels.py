@@ -46,7 +46,7 @@ def controlled_config(tmp_path: Path, launch_extra: str = "") -> Config:
     table = host_table(tmp_path, free_port())
     (tmp_path / "logs").mkdir()
     host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"], launch=table["launch"] + launch_extra,
-                      tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+                      **{key: table[key] for key in ("presets", "vetoes", "restart")})
     return Config(server=ServerConfig(data_dir=str(tmp_path), database="kvwatch.db", token=TOKEN), hosts=(host,))
 
 

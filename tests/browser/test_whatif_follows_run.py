@@ -33,7 +33,7 @@ def served(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> t
     log.write_text(f"[{stamp()}] server_args={{'model_path': '/models/Kimi-K2.5', 'tp_size': 8, "
                    "'mem_fraction_static': 0.85, 'kv_cache_dtype': 'auto'}\n", encoding="utf-8")
     host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"], launch=table["launch"],
-                      timezone="UTC", tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+                      timezone="UTC", **{key: table[key] for key in ("presets", "vetoes", "restart")})
     config = Config(server=ServerConfig(data_dir=str(tmp_path), database="kvwatch.db", token="t0ken-" * 6),
                     hosts=(host,))
     services = build_services(config)

@@ -3,7 +3,6 @@ again while the simulated server and client live on (a `kvwatch demo` takes its 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -11,44 +10,23 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from kvwatch.app.commands.demo import demo_config
+from kvwatch.app.config.show import as_toml
 from kvwatch.simulator.demo import DemoWorld, start_demo_world
 from tests.fixtures.processes import stop_group
 from tests.fixtures.web import free_port
 from tests.simulator.test_demo_wheel import REPO, SPEED, TOKEN, RunningDemo
 
 
-def toml_value(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    return json.dumps(value)  # strings, numbers and booleans are written alike
-
-
 def write_config(world: DemoWorld, workdir: Path, port: int) -> Path:
-    """The demo's own config (app/commands/demo.py) as a kvwatch.toml for `kvwatch serve`."""
+    """The demo's own config (app/commands/demo.py) as a kvwatch.toml for `kvwatch serve`: the keys
+    it sets, written as `kvwatch config check` writes a config."""
     config = demo_config(world, workdir, port=port)
-    host = config.hosts[0]
-    lines = ["[server]", 'host = "127.0.0.1"', f"port = {port}", f"data_dir = {json.dumps(str(workdir))}",
-             f"database = {json.dumps(config.server.database)}", "", "[[hosts]]"]
-    for key in ("name", "ssh", "server_log", "client_log", "target_completions", "launch", "gpu"):
-        lines.append(f"{key} = {toml_value(getattr(host, key))}")
-    lines.append(f"outputs = {toml_value(list(host.outputs))}")
-    tables = dict(host.tables)
-    lines.append(f"vetoes = {toml_value(tables.pop('vetoes'))}")
-    for name, body in tables.pop("presets").items():
-        lines += [f"[hosts.presets.{json.dumps(name)}]", *(f"{k} = {toml_value(v)}" for k, v in body.items())]
-    for name, body in tables.items():
-        if name == "alerts":
-            for rule, settings in body.items():
-                lines += [f"[hosts.alerts.{rule}]", *(f'"{k}" = {toml_value(v)}' for k, v in settings.items())]
-            continue
-        lines += [f"[hosts.{name}]", *(f"{k} = {toml_value(v)}" for k, v in body.items())]
+    data = config.model_dump(by_alias=True, exclude_unset=True, exclude={"path"})
+    data["server"] = {"host": "127.0.0.1", "port": port, "data_dir": str(workdir), "database": config.server.database}
     path = workdir / "kvwatch.toml"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(as_toml(data))
     return path
 
 

@@ -35,7 +35,7 @@ on_failure = "stop"
 
 def test_the_host_table_is_handed_to_the_campaign_and_read_with_the_hosts_steady_minimum() -> None:
     host = parse_config(tomllib.loads(CONFIG), "kvwatch.toml").hosts[0]
-    plan = plan_from_table(host.tables["campaign"], "hosts.gpu1.campaign", 120.0)
+    plan = plan_from_table(host.campaign, "hosts.gpu1.campaign", 120.0)
     assert plan.candidates == (Candidate("a", preset="a"), Candidate("b", preset="b"))
     assert (plan.objective, plan.max_queue, plan.max_usage, plan.on_failure) == ("completion_rate", 10, 0.98, "stop")
     assert (plan.step_budget_s, plan.total_budget_s, plan.min_free_gib, plan.min_steady_s) == (1200, 7200, 6, 120)

@@ -8,7 +8,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from kvwatch.app.commands.demo import demo_config
-from kvwatch.app.controller.policy import parse_controller_config
+from kvwatch.app.config import Config
+from kvwatch.app.controller.policy import controller_config
 
 
 def world(root: Path) -> SimpleNamespace:
@@ -21,8 +22,7 @@ def world(root: Path) -> SimpleNamespace:
 
 def state_dir(root: Path) -> str:
     host = demo_config(world(root), root).hosts[0]
-    table = {"name": host.name, "server_log": host.server_log, "launch": host.launch, **host.tables}
-    config = parse_controller_config(table)
+    config = controller_config(host, Config(hosts=(host,)))
     assert config is not None
     return config.restart.state_dir
 

@@ -4,7 +4,6 @@ a reload swaps only the controllers whose settings changed."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,8 @@ from fastapi.testclient import TestClient
 from kvwatch.app.api.errors import register_error_handlers
 from kvwatch.app.api.restart import router
 from kvwatch.app.config import Config, HostConfig, ServerConfig
+from kvwatch.app.config.alerts import AlertsTable
+from kvwatch.app.config.controller import PresetTable
 from kvwatch.app.controller.errors import Busy, StaleRun
 from kvwatch.app.controller.restart import HostController
 from kvwatch.app.controller.swap import plan_swap
@@ -28,7 +29,7 @@ from tests.controller.support import MemorySinks, free_port, host_table, make_co
 def test_a_restart_through_the_api_is_a_run_and_an_audit_record_in_the_store(tmp_path: Path) -> None:
     table = host_table(tmp_path, free_port())
     host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"], launch=table["launch"],
-                      tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+                      **{key: table[key] for key in ("presets", "vetoes", "restart")})
     store = open_store(str(tmp_path / "kvwatch.db"))
     controllers = build_controllers(Config(server=ServerConfig(), hosts=(host,)), store)
     assert list(controllers) == ["gpu1"]
@@ -63,24 +64,24 @@ def test_a_reload_rebuilds_only_the_controllers_whose_settings_changed(tmp_path:
     def host(name: str) -> HostConfig:
         table = host_table(tmp_path / name, free_port())
         return HostConfig(name=name, ssh="local", server_log=table["server_log"], launch=table["launch"],
-                          tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+                          **{key: table[key] for key in ("presets", "vetoes", "restart")})
 
     gpu1, gpu2 = host("gpu1"), host("gpu2")
     config = Config(server=ServerConfig(), hosts=(gpu1, gpu2))
     store = open_store(str(tmp_path / "kvwatch.db"))
     try:
         live = build_controllers(config, store)
-        quiet = {**gpu1.tables, "alerts": {"enabled": False}}
-        alerts_only = dataclasses.replace(gpu1, client_log="/c.log", tables=quiet)
-        same = plan_swap(live, config, dataclasses.replace(config, hosts=(alerts_only, gpu2)), store)
+        quiet = AlertsTable.model_validate({"enabled": False})
+        alerts_only = gpu1.model_copy(update={"client_log": "/c.log", "alerts": quiet})
+        same = plan_swap(live, config, config.model_copy(update={"hosts": (alerts_only, gpu2)}), store)
         assert (same.drop, same.put, same.old) == ([], {}, {})  # nothing the controller uses changed
-        shared = dataclasses.replace(config, tables={"presets": {"calm": {"flags": {"mem-fraction-static": 0.8}}}})
+        calm = PresetTable.model_validate({"flags": {"mem-fraction-static": 0.8}})
+        shared = config.model_copy(update={"presets": {"calm": calm}})
         assert sorted(plan_swap(live, config, shared, store).put) == ["gpu1", "gpu2"]  # a shared preset: both
-        moved = dataclasses.replace(gpu1, ssh="root@127.0.0.1:2222")
-        assert list(plan_swap(live, config, dataclasses.replace(config, hosts=(moved, gpu2)), store).put) == ["gpu1"]
-        restart = {**gpu1.tables["restart"], "stop_timeout": 9}
-        retimed = dataclasses.replace(gpu1, tables={**gpu1.tables, "restart": restart})
-        swap = plan_swap(live, config, dataclasses.replace(config, hosts=(retimed,)), store)
+        moved = gpu1.model_copy(update={"ssh": "root@127.0.0.1:2222", "transport": "ssh"})
+        assert list(plan_swap(live, config, config.model_copy(update={"hosts": (moved, gpu2)}), store).put) == ["gpu1"]
+        retimed = gpu1.model_copy(update={"restart": gpu1.restart.model_copy(update={"stop_timeout": 9.0})})
+        swap = plan_swap(live, config, config.model_copy(update={"hosts": (retimed,)}), store)
         assert (swap.drop, sorted(swap.put), sorted(swap.old)) == (["gpu2"], ["gpu1"], ["gpu1", "gpu2"])
         old = live["gpu1"]
         swap.hold()
@@ -96,7 +97,7 @@ def test_a_reload_rebuilds_only_the_controllers_whose_settings_changed(tmp_path:
 def test_a_stale_expected_run_is_409_naming_the_current_run_and_nothing_runs(tmp_path: Path) -> None:
     table = host_table(tmp_path, free_port())
     host = HostConfig(name="gpu1", ssh="local", server_log=table["server_log"], launch=table["launch"],
-                      tables={key: table[key] for key in ("presets", "vetoes", "restart")})
+                      **{key: table[key] for key in ("presets", "vetoes", "restart")})
     store = open_store(str(tmp_path / "kvwatch.db"))
     controllers = build_controllers(Config(server=ServerConfig(), hosts=(host,)), store)
     app = FastAPI()

@@ -11,17 +11,17 @@ from typing import Any
 
 from pydantic_core import PydanticUndefined
 
-from kvwatch.app.alerts.rules import SETTINGS, AlertsTable
-from kvwatch.app.campaign.settings import CampaignTable
-from kvwatch.app.compare.settings import CompareTable
-from kvwatch.app.config import HOST_TABLES, ConfigFile, HostTable, ServerTable
-from kvwatch.app.config_tables import Table
-from kvwatch.app.controller.policy import PresetTable, RestartTable, VetoTable
+from kvwatch.app.config import HOST_TABLES, Config, ConfigFile, HostConfig, ServerConfig
+from kvwatch.app.config.alerts import SETTINGS, AlertsTable
+from kvwatch.app.config.campaign import CampaignTable
+from kvwatch.app.config.compare import CompareTable
+from kvwatch.app.config.controller import ControllerTables, PresetTable, RestartTable, VetoTable
+from kvwatch.app.config.tables import Table
 
 # doc heading -> (model, keys documented as tables of their own rather than rows)
 TABLES: dict[str, tuple[type[Table], frozenset[str]]] = {
-    "[server]": (ServerTable, frozenset()),
-    "[[hosts]]": (HostTable, frozenset(HOST_TABLES)),
+    "[server]": (ServerConfig, frozenset()),
+    "[[hosts]]": (HostConfig, frozenset(HOST_TABLES)),
     "[presets.NAME]": (PresetTable, frozenset()),
     "[[vetoes]]": (VetoTable, frozenset()),
     "[hosts.restart]": (RestartTable, frozenset()),
@@ -31,6 +31,9 @@ TABLES: dict[str, tuple[type[Table], frozenset[str]]] = {
     **{f"[alerts.{rule}]": (model, frozenset()) for rule, model in SETTINGS.items()},
 }
 TOP_LEVEL = ConfigFile
+# Models that read no table of their own: the controller's tables of one host read apart from the file
+# (parse_controller_config), and the file with where it was read from.
+NOT_TABLES: frozenset[type[Table]] = frozenset({ControllerTables, Config})
 
 
 def shown(value: Any) -> str:

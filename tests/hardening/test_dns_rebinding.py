@@ -4,7 +4,6 @@ Requests are written by hand on a socket, so the Host header is exactly what a r
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import socket
 import tomllib
@@ -97,7 +96,7 @@ def test_configured_names_and_the_bind_address_are_answered(
         host = "127.0.0.2"
         allowed_hosts = ["kvwatch.internal", "*.corp.example", "10.1.2.3", "FD00::1"]
     """)).server
-    services.config = dataclasses.replace(services.config, server=server_config)
+    services.config = services.config.model_copy(update={"server": server_config})
     monkeypatch.setenv("KVWATCH_ALLOWED_HOSTS", "kvwatch, prom.lan")
     server = serve(services)
     try:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import stat
 
-from kvwatch.app.config import Config, HostConfig
+from kvwatch.app.config.host import HostConfig
+from kvwatch.app.config.tree import Config
 from kvwatch.app.errors import ConfigError
 from kvwatch.collectors.base import CollectorError
 from kvwatch.collectors.ssh.target import SshTarget

@@ -1,32 +1,21 @@
-"""Typed models of kvwatch.toml's tables (pydantic), and the one place their errors become ConfigError.
+"""The base of every kvwatch.toml table model (pydantic), and the value types the tables share.
 
-    settings = validated(CompareTable, table, f"{config.path}: hosts['gpu1'].compare")
-
-A table's model says which keys it takes and what type each value has; `validated` turns pydantic's
-ValidationError into the project's one-line error that names the file and the field:
-
-    kvwatch.toml: hosts['gpu1'].compare.min_stady: unknown setting (allowed: min_steady)
-    kvwatch.toml: alerts.token_usage_high.fire_at: expected a ratio between 0 and 1, got 1.5
-
-Values are checked by the validators below (`Ratio`, `Duration`, ...), which say what was expected
-in kvwatch's words rather than pydantic's. Tables are validated one at a time (a preset, a veto, a
-rule's settings), so every unknown key is reported with its own table's wording (`unknown`).
+A table's model says which keys it takes and what type each value has. Values are checked by the
+validators below (`Ratio`, `Duration`, ...), which say what was expected in kvwatch's words rather
+than pydantic's; app/config/messages.py turns a refusal into the one-line ConfigError.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, NoReturn, TypeVar
+from typing import Annotated, Any, ClassVar, NoReturn
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
-from pydantic_core import ErrorDetails, PydanticCustomError
-
-from kvwatch.app.errors import ConfigError
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic_core import PydanticCustomError
 
 DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 KVWATCH_ERROR = "kvwatch"
-T = TypeVar("T", bound="Table")
 
 
 class Table(BaseModel):
@@ -51,37 +40,6 @@ class Table(BaseModel):
 def invalid(message: str) -> NoReturn:
     """Refuse a value with kvwatch's own words (what was expected, and what was given)."""
     raise PydanticCustomError(KVWATCH_ERROR, "{message}", {"message": message})
-
-
-def validated(model: type[T], data: object, label: str) -> T:
-    """`data` as `model`, or ConfigError: one line, `label` (file and table) and the field."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_one_line(model, exc, label)) from None
-
-
-def _one_line(model: type[Table], exc: ValidationError, label: str) -> str:
-    errors = exc.errors()
-    extra = sorted(str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden")
-    if extra:  # unknown keys first, then missing ones, then the first bad value: the order they were checked in
-        allowed = model.keys()
-        text = model.unknown.format(key=extra[0], keys=", ".join(extra), allowed=", ".join(allowed),
-                                    allowed_sorted=", ".join(sorted(allowed)))
-        return f"{label}{text}" if text.startswith(".") else f"{label}: {text}"
-    first = next((e for e in errors if e["type"] == "missing"), errors[0])
-    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
-    return f"{label}{where}: {_message(first)}"
-
-
-def _message(error: ErrorDetails) -> str:
-    if error["type"] == KVWATCH_ERROR:
-        return str(error.get("ctx", {}).get("message", error["msg"]))
-    if error["type"] in ("model_type", "dict_type", "model_attributes_type"):
-        return "expected a table"
-    if error["type"] == "missing":
-        return "missing (required)"
-    return f"{error['msg'][:1].lower()}{error['msg'][1:]}, got {error['input']!r}"
 
 
 def number(value: Any) -> float:
