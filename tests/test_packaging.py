@@ -25,6 +25,9 @@ import pytest
 from tests.fixtures.processes import stop_group
 from tests.fixtures.web import free_port
 
+# The module's fixtures build the wheel (up to 600 s) and pip-install it into a fresh venv (up to 900 s):
+# the first test waits on both, so the suite's 300-s default would cut them short on a loaded machine.
+pytestmark = pytest.mark.timeout(1800)
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {"app": "kvwatch.app", "collectors": "kvwatch.collectors", "parsers": "kvwatch.parsers",
            "simulator": "kvwatch.simulator"}
