@@ -36,6 +36,11 @@ async def _asked(call: Awaitable[T]) -> T:
         raise ToolError(str(exc)) from None
 
 
+async def _campaign_post(api: Api, host: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST one campaign action (plan, start, pause, resume, stop); the campaign as the tools show it."""
+    return shape.campaign_view(await _asked(api.post(f"/api/campaign/{_host(host)}/{action}", body)))
+
+
 async def _verdict(api: Api, host: str) -> str | None:
     try:
         found = await api.get(f"/api/hosts/{_host(host)}/diagnosis")
@@ -162,7 +167,7 @@ def register_campaign_control(server: MCPServer, backend: Backend) -> None:
         "host's configured plan. Predicts every candidate and skips vetoed and out-of-memory ones; restarts "
         "nothing. Returns the campaign (its id and table); then `campaign_start` to carry it out."))
     async def campaign_plan(host: str, ctx: Context, plan: dict[str, Any] | None = None) -> dict[str, Any]:
-        return shape.campaign_view(await _asked(backend(ctx).post(f"/api/campaign/{_host(host)}/plan", plan or {})))
+        return await _campaign_post(backend(ctx), host, "plan", plan or {})
 
     @server.tool(description=(
         "Start the planned campaign on a host (`campaign`: its id from `campaign_plan`). kvwatch restarts the "
@@ -170,7 +175,7 @@ def register_campaign_control(server: MCPServer, backend: Backend) -> None:
         "`campaign_status` or `wait`."))
     async def campaign_start(host: str, ctx: Context, campaign: str | None = None) -> dict[str, Any]:
         body = {"campaign": campaign} if campaign else {}
-        return shape.campaign_view(await _asked(backend(ctx).post(f"/api/campaign/{_host(host)}/start", body)))
+        return await _campaign_post(backend(ctx), host, "start", body)
 
     @server.tool(description=(
         "Pause, resume or stop a host's campaign (`action`): pause and stop leave the host on a known config "
@@ -178,7 +183,7 @@ def register_campaign_control(server: MCPServer, backend: Backend) -> None:
     async def campaign_control(host: str, action: str, ctx: Context) -> dict[str, Any]:
         if action not in ("pause", "resume", "stop"):
             raise ToolError("`action` is one of pause, resume, stop")
-        return shape.campaign_view(await _asked(backend(ctx).post(f"/api/campaign/{_host(host)}/{action}", {})))
+        return await _campaign_post(backend(ctx), host, action, {})
 
 
 def register_resources(server: MCPServer, backend: Backend) -> None:
