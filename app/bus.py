@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 SUBSCRIBER_QUEUE = 1000
 REPLAY_EVENTS = 20_000
@@ -46,6 +50,7 @@ class Published:
     event: str
     raw: str  # the event's data as JSON, encoded once for all subscribers (and all the log keeps)
     epoch: str
+    host: str | None = None  # the host the event is about, when its data names one (a stream's filter)
 
     @property
     def id(self) -> str:
@@ -101,6 +106,7 @@ class EventBus:
         self._replay_idle_s = replay_idle_s
         self._last_listened = time.monotonic()  # a resume right after start still works (tests, a reload)
         self._subscribers: dict[int, Subscription] = {}
+        self._listeners: tuple[Callable[[str, Any], None], ...] = ()
         self._lock = threading.Lock()
 
     @property
@@ -120,11 +126,27 @@ class EventBus:
             self._subscribers.pop(id(subscription), None)
             self._last_listened = time.monotonic()
 
+    @property
+    def listened(self) -> bool:
+        """Whether a stream client is subscribed now."""
+        return bool(self._subscribers)
+
+    def add_listener(self, listener: Callable[[str, Any], None]) -> None:
+        """Called with every published event's name and data, in the publishing thread, after the bus's
+        lock is released: an in-process follower (the fleet's rows) that must stay cheap."""
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+
+    def remove_listener(self, listener: Callable[[str, Any], None]) -> None:
+        with self._lock:
+            self._listeners = tuple(known for known in self._listeners if known != listener)
+
     def publish(self, event: str, data: Any) -> Published:
         raw = _json(data)
         with self._lock:  # numbering and queueing in one order, whichever thread publishes
             self._seq += 1
-            item = Published(self._seq, event, raw, self.epoch)
+            host = data.get("host") if isinstance(data, dict) else None
+            item = Published(self._seq, event, raw, self.epoch, host if isinstance(host, str) else None)
             if self._subscribers or time.monotonic() - self._last_listened <= self._replay_idle_s:
                 self._keep(item)
             elif self._log:
@@ -134,6 +156,12 @@ class EventBus:
             for subscription in closed:
                 self._subscribers.pop(id(subscription), None)
                 self._last_listened = time.monotonic()
+            listeners = self._listeners
+        for listener in listeners:
+            try:
+                listener(event, data)
+            except Exception:  # a follower's bug never stops the stream or the collector publishing
+                log.exception("bus listener %r failed on %s", listener, event)
         return item
 
     def _keep(self, item: Published) -> None:

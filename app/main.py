@@ -17,6 +17,7 @@ from kvwatch.app import vendor
 from kvwatch.app.alerts import start_alerting
 from kvwatch.app.api import ROUTERS, docs
 from kvwatch.app.api.errors import register_error_handlers
+from kvwatch.app.api.fleet_live import FleetKeeper
 from kvwatch.app.api.headers import SecurityHeaders
 from kvwatch.app.api.limits import BodyLimit, Limits, MutationRateLimit
 from kvwatch.app.api.openapi import document_errors
@@ -54,10 +55,16 @@ def create_app(
             services.alerts = start_alerting(services)
             # Alerts of a host the controller is restarting are muted, and re-armed once it is done.
             services.alerts.follow_restarts(lambda host: _restarting(app, host))
+        # More than one host: the page leads with the fleet view, which the keeper's events keep live.
+        fleet = FleetKeeper(services) if len(services.config.hosts) > 1 else None
+        if fleet is not None:
+            fleet.start()
         try:
             async with mcp_sessions():
                 yield
         finally:
+            if fleet is not None:
+                fleet.stop()
             if manage_collectors:
                 services.stop()
 

@@ -88,12 +88,22 @@ function isNewer(id, last) {
 // One EventSource for everything live. Every event has an id; on a blip the browser reconnects by
 // itself with Last-Event-ID and the server replays what was missed. A stream the browser gave up on
 // (an HTTP error while the server restarts) is reopened here, resuming from the last id it saw.
-export function openStream(handlers, onState, { reopenMs = 2000 } = {}) {
+// `samplesOf`: the host whose `sample` events the page wants (a fleet's page charts one host; the
+// others reach it as `fleet` events); `follow(host)` reopens the stream for another, resuming from the
+// last id, so what the new host sent meanwhile is replayed.
+export function openStream(handlers, onState, { reopenMs = 2000, samplesOf = null } = {}) {
   let lastId = null;
   let source = null;
   let closing = false;
+  let samplesHost = samplesOf;
+  const url = () => {
+    const query = new URLSearchParams();
+    if (lastId) query.set("last_event_id", lastId);
+    if (samplesHost) query.set("samples_of", samplesHost);
+    return query.size ? `/api/stream?${query}` : "/api/stream";
+  };
   const open = () => {
-    source = new EventSource(lastId ? `/api/stream?${new URLSearchParams({ last_event_id: lastId })}` : "/api/stream");
+    source = new EventSource(url());
     source.onopen = () => onState("live");
     source.onerror = () => {
       onState("reconnecting");
@@ -114,7 +124,13 @@ export function openStream(handlers, onState, { reopenMs = 2000 } = {}) {
   };
   open();
   window.addEventListener("beforeunload", () => { closing = true; source.close(); });
-  return { close: () => { closing = true; source.close(); }, get source() { return source; } };
+  const follow = (host) => {
+    if (host === samplesHost || closing) return;
+    samplesHost = host;
+    source.close();
+    open();
+  };
+  return { close: () => { closing = true; source.close(); }, follow, get source() { return source; } };
 }
 
 const hostPath = (host, what) => `/api/hosts/${encodeURIComponent(host)}/${what}`;

@@ -33,6 +33,7 @@ const state = {
   runStarts: new Map(),           // host -> the run starts its rate points were drawn knowing
   rateDrops: 0,                   // how often rate points were dropped to be fetched again (answers older than one are stale)
   fleet: null,                    // the fleet view, when there is more than one host
+  events: null,                   // the stream (api.js openStream): follows the host shown
   loading: null,                  // the host load in flight
   starting: true,                 // main() has not finished: the charts are busy
   filling: 0,                     // loads, refills and backfills in flight: live drawing waits
@@ -244,6 +245,7 @@ function storeProblem(store) {
 
 async function loadHost(host, { fixed = null } = {}) {
   state.host = host;
+  if (state.hosts.length > 1) state.events?.follow(host);  // its samples, not the whole fleet's
   state.zoom = fixed;
   state.extent = [Infinity, -Infinity];
   state.latest = {};
@@ -649,8 +651,8 @@ function onServerEvent(data) {
   if (data && (!data.host || data.host === state.host) && RUN_EVENTS.has(data.event)) onRun();
 }
 
-// More than one host: the fleet's rows lead the page, and a row opens its host below. Refreshed on
-// the stream's news of any host, at most once a second whatever the number of hosts.
+// More than one host: the fleet's rows lead the page, and a row opens its host below. Kept live by the
+// stream's `fleet` events (at most one a second, only what changed, whatever the number of hosts).
 function showFleet(picker) {
   const section = $("fleet-view");
   section.hidden = false;
@@ -709,15 +711,18 @@ async function main() {
     $("host-panels").setAttribute("aria-busy", "false");  // no host: no panels to draw
   }
   await alerts;
-  const andFleet = (handler) => (data) => { refreshFleet(); handler(data); };
-  openStream({
-    hello: onHello, sample: andFleet(onSample), host: andFleet(onHostEvent), event: andFleet(onServerEvent),
-    run: andFleet(onRun), alert: andFleet((data) => { state.fleet?.noteAlert(data); onRun(data); }),
+  // The fleet view is read whole once the stream is open (nothing falls between the two), and again
+  // when the stream could not replay what it missed; in between the server's `fleet` events change it.
+  const fleetAfterHello = (hello) => { if (!(hello.resumed_from && hello.replayed)) refreshFleet(); };
+  state.events = openStream({
+    hello: (data) => { fleetAfterHello(data); onHello(data); }, sample: onSample, host: onHostEvent,
+    event: onServerEvent, run: onRun, alert: (data) => { state.fleet?.noteAlert(data); onRun(data); },
+    fleet: (data) => state.fleet?.apply(data),
   }, (streamState) => {
     if (streamState !== "live") showStream(streamState);  // an open stream is live once its hello is heard
-  });
+  }, { samplesOf: state.hosts.length > 1 ? state.host : null });
   refreshAlerts();  // once more now the stream is open: an alert may have changed while the page loaded
-  setInterval(() => tickFreshness($("sources")), 1000);
+  setInterval(() => { tickFreshness($("sources")); state.fleet?.tick(); }, 1000);
   setInterval(() => { followAxis(); throttledDiagnosis(); refreshCampaign(); }, 5000);  // a rolling window moves with now even when the host is quiet
 }
 

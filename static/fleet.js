@@ -5,8 +5,9 @@ import { fetchFleet } from "./api.js";
 import { el } from "./dom.js";
 import { formatAge, formatDuration } from "./status.js";
 
-const number = (v, digits = 0) => (v === null || v === undefined ? "–" : v.toLocaleString("en-US", {
-  maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const FORMATS = [0, 1, 2].map((digits) => new Intl.NumberFormat("en-US", {
+  maximumFractionDigits: digits, minimumFractionDigits: digits }));  // made once: toLocaleString makes one a call
+const number = (v, digits = 0) => (v === null || v === undefined ? "–" : FORMATS[digits].format(v));
 const eta = (s) => (s === null || s === undefined ? "–" : s === 0 ? "done" : formatDuration(s));
 
 // A row's last 15 minutes as a line (bucket means from /api/fleet's `spark`; a gap stays a gap).
@@ -52,8 +53,10 @@ const COLUMNS = [
   ["verdict", (r) => r.verdict_label || "–"],
   ["run", (r) => (r.run ? r.run.id : "–")],
   ["config vs fleet", (r) => differenceText(r.config_diff)],
-  ["freshest line", (r) => freshness(r.sources)],
+  ["freshest line", (r) => freshness(r)],
 ];
+const FRESHNESS = COLUMNS.length - 1;
+const ROW_MARGIN = 15;  // rows displayed beyond each edge of the screen
 
 function differenceText(diff) {
   const entries = Object.entries(diff || {});
@@ -61,9 +64,15 @@ function differenceText(diff) {
   return entries.map(([k, v]) => (v === null ? `no --${k}` : v === true ? `--${k}` : `--${k} ${v}`)).join(" ");
 }
 
-function freshness(sources) {
-  const ages = Object.values(sources || {}).filter((a) => a !== null && a !== undefined);
-  return ages.length ? formatAge(Math.min(...ages)) : "–";
+// The age of the row's newest line, counted here from when it was (`sources_at`, and `fresh_at` from
+// the live samples), so it moves every second without the server sending every row every second.
+function freshness(r) {
+  if (!r.sources_at) {
+    const ages = Object.values(r.sources || {}).filter((a) => a !== null && a !== undefined);
+    return ages.length ? formatAge(Math.min(...ages)) : "–";
+  }
+  const stamps = [...Object.values(r.sources_at), r.fresh_at].filter((t) => t !== null && t !== undefined);
+  return stamps.length ? formatAge(Math.max(0, Date.now() / 1000 - Math.max(...stamps))) : "–";
 }
 
 function totalsText(t) {
@@ -84,29 +93,118 @@ export function createFleetView(section, { onPick }) {
   const head = el("thead", {}, el("tr", {}, ...COLUMNS.map(([name]) => el("th", { scope: "col" }, name))));
   section.replaceChildren(el("div", { class: "fleet-top" }, el("h2", {}, "fleet"), filter, totals),
                           el("table", { class: "fleet-table", "data-testid": "fleet-table" }, head, body));
-  let last = null;
+  let rows = new Map();  // host -> its row as last heard (a whole answer, then the stream's changes)
+  let order = [];        // hosts, most urgent first (the server's order)
+  let summary = null;    // totals and groups
   const drawn = new Map();  // host -> { tr, cells, keys }: the rows on the page, written cell by cell
-  filter.addEventListener("input", () => last && render(last));
+  // Only the rows near the screen are displayed (a spacer stands for the others): painting the table
+  // costs in proportion to the rows it shows, and 256 rows painted each second are most of a frame.
+  const inView = new Set();  // rows displayed: their cells are written as changes come, their ages each second
+  const stale = new Set();   // hosts whose row changed while not displayed: written when it is
+  const spacer = () => el("tr", { class: "fleet-spacer", "aria-hidden": "true" }, el("td", { colspan: String(COLUMNS.length) }));
+  const above = spacer();
+  const below = spacer();
+  let shownRows = [];
+  let rowHeight = 0;
+  let placing = false;
+  const placeSoon = () => {
+    if (placing) return;
+    placing = true;
+    requestAnimationFrame(() => { placing = false; place(); });
+  };
+  window.addEventListener("scroll", placeSoon, { passive: true });
+  window.addEventListener("resize", placeSoon);
+  filter.addEventListener("input", arrange);
   body.addEventListener("click", (event) => {
     const row = event.target.closest("tr[data-host]");
     if (row) onPick(row.dataset.host);
   });
 
+  // A whole /api/fleet answer: every row, its order and the totals.
   function render(answer) {
-    last = answer;
-    const needle = filter.value.trim().toLowerCase();
-    const shown = answer.hosts.filter((r) => !needle || [r.host, r.group, r.attention_reason, r.verdict_label, r.run?.id]
-      .some((text) => (text || "").toLowerCase().includes(needle)));
-    const hosts = new Set(answer.hosts.map((r) => r.host));
-    for (const host of drawn.keys()) if (!hosts.has(host)) drawn.delete(host);
-    const wanted = shown.map(rowFor);
-    const current = body.children;
-    if (current.length !== wanted.length || wanted.some((tr, i) => current[i] !== tr)) body.replaceChildren(...wanted);
-    const groups = Object.entries(answer.groups || {}).map(([name, t]) => `${name}: ${totalsText(t)}`);
-    totals.textContent = [totalsText(answer.totals), ...groups].join("  |  ");
+    rows = new Map(answer.hosts.map((r) => [r.host, r]));
+    order = answer.hosts.map((r) => r.host);
+    summary = answer;
+    forget();
+    answer.hosts.forEach(write);
+    arrange();
+    writeTotals();
   }
 
-  function rowFor(r) {
+  // The stream's `fleet` event: only changed rows' changed fields, the order when it moved, the totals
+  // when they changed. Before the first whole answer there is nothing to change.
+  function apply(change) {
+    if (!summary) return;
+    for (const part of change.rows || []) {
+      const row = { ...rows.get(part.host), ...part };
+      rows.set(part.host, row);
+      const tr = drawn.get(part.host)?.tr;
+      if (tr && !inView.has(tr)) stale.add(part.host);  // written when it scrolls into view
+      else write(row);
+    }
+    if (change.order) {
+      order = change.order;
+      forget();
+    }
+    if (change.totals) {
+      summary = { ...summary, totals: change.totals, groups: change.groups ?? summary.groups };
+      writeTotals();
+    }
+    if (change.order || (filter.value.trim() && change.rows?.length)) arrange();
+    tick({ force: true });
+  }
+
+  function forget() {
+    const known = new Set(order);
+    for (const [host, row] of drawn) {
+      if (known.has(host)) continue;
+      inView.delete(row.tr);
+      stale.delete(host);
+      drawn.delete(host);
+      rows.delete(host);
+    }
+  }
+
+  function arrange() {
+    const needle = filter.value.trim().toLowerCase();
+    const shown = order.map((host) => rows.get(host)).filter((r) => r && (!needle || [r.host, r.group,
+      r.attention_reason, r.verdict_label, r.run?.id].some((text) => (text || "").toLowerCase().includes(needle))));
+    const wanted = shown.map((r) => drawn.get(r.host)?.tr ?? write(r));
+    if (wanted.length !== shownRows.length || wanted.some((tr, i) => shownRows[i] !== tr)) {
+      body.replaceChildren(above, ...wanted, below);
+      shownRows = wanted;
+    }
+    place();
+  }
+
+  // Display the rows from ROW_MARGIN above the screen to ROW_MARGIN below it; hide the rest.
+  function place() {
+    const measured = shownRows.find((tr) => !tr.hidden)?.offsetHeight;
+    if (measured) rowHeight = measured;
+    const height = rowHeight || 24;
+    const top = body.getBoundingClientRect().top;
+    const count = shownRows.length;
+    const from = Math.max(0, Math.min(count, Math.floor(-top / height) - ROW_MARGIN));
+    const to = Math.max(from, Math.min(count, Math.ceil((window.innerHeight - top) / height) + ROW_MARGIN));
+    inView.clear();
+    shownRows.forEach((tr, i) => {
+      const on = i >= from && i < to;
+      if (on) inView.add(tr);
+      if (tr.hidden !== on) return;
+      tr.hidden = !on;
+      const host = tr.dataset.host;
+      if (on && stale.delete(host) && rows.has(host)) write(rows.get(host));
+    });
+    above.firstChild.style.height = `${from * height}px`;
+    below.firstChild.style.height = `${(count - to) * height}px`;
+  }
+
+  function writeTotals() {
+    const groups = Object.entries(summary.groups || {}).map(([name, t]) => `${name}: ${totalsText(t)}`);
+    totals.textContent = [totalsText(summary.totals), ...groups].join("  |  ");
+  }
+
+  function write(r) {
     let row = drawn.get(r.host);
     if (!row) {
       const cells = COLUMNS.map(() => el("td"));
@@ -114,17 +212,35 @@ export function createFleetView(section, { onPick }) {
               keys: COLUMNS.map(() => undefined) };
       drawn.set(r.host, row);
     }
-    row.tr.dataset.attention = r.attention;
-    row.tr.className = `attention-${r.attention}`;
-    COLUMNS.forEach(([, value, draw], i) => {
-      const v = value(r);
-      const key = draw ? JSON.stringify(v ?? null) : String(v);
-      if (row.keys[i] === key) return;
-      row.keys[i] = key;
-      if (draw) row.cells[i].replaceChildren(draw(v, r));
-      else row.cells[i].textContent = v;
-    });
+    stale.delete(r.host);
+    if (row.tr.dataset.attention !== r.attention) {
+      row.tr.dataset.attention = r.attention;
+      row.tr.className = `attention-${r.attention}`;
+    }
+    COLUMNS.forEach((column, i) => writeCell(row, i, column, r));
     return row.tr;
+  }
+
+  function writeCell(row, i, [, value, draw], r) {
+    const v = value(r);
+    const key = draw ? JSON.stringify(v ?? null) : String(v);
+    if (row.keys[i] === key) return;
+    row.keys[i] = key;
+    if (draw) row.cells[i].replaceChildren(draw(v, r));
+    else row.cells[i].textContent = v;
+  }
+
+  // Each second: the ages in the rows on screen (the others are written when they scroll into view or
+  // change). A `fleet` event does it in its own task, so the table is painted once a second, not twice.
+  let ticked = -Infinity;
+  function tick({ force = false } = {}) {
+    if (!force && performance.now() - ticked < 900) return;
+    ticked = performance.now();
+    for (const tr of inView) {
+      const row = drawn.get(tr.dataset.host);
+      const r = rows.get(tr.dataset.host);
+      if (row && r) writeCell(row, FRESHNESS, COLUMNS[FRESHNESS], r);
+    }
   }
 
   async function refresh() {
@@ -134,18 +250,20 @@ export function createFleetView(section, { onPick }) {
   }
 
   // An alert that fires (the stream's `alert` event, /api/alerts's item) moves its row up at once, before
-  // the next /api/fleet answer (throttled, and slow on a loaded host) orders every row: firing alerts
-  // lead (app/fleet/attention.py's first rank). Anything else waits for that answer.
+  // the server's next `fleet` event orders every row: firing alerts lead (app/fleet/attention.py's first
+  // rank). Anything else waits for that event.
   function noteAlert(alert) {
-    if (!last || !alert || alert.state !== "firing") return;
-    const row = last.hosts.find((r) => r.host === alert.host);
+    const row = alert && alert.state === "firing" ? rows.get(alert.host) : null;
     if (!row) return;
     const alerts = (row.alerts || []).filter((a) => a.rule !== alert.rule);
     const firing = [...alerts, alert].filter((a) => a.state === "firing").map((a) => a.rule);
     const moved = { ...row, alerts: [...alerts, alert], attention: "alert", attention_reason: `firing: ${firing.join(", ")}` };
-    const others = last.hosts.filter((r) => r !== row);
-    const leading = others.filter((r) => r.attention === "alert");
-    render({ ...last, hosts: [...leading, moved, ...others.filter((r) => r.attention !== "alert")] });
+    rows.set(row.host, moved);
+    write(moved);
+    const others = order.filter((host) => host !== row.host);
+    const leading = others.filter((host) => rows.get(host)?.attention === "alert");
+    order = [...leading, row.host, ...others.filter((host) => rows.get(host)?.attention !== "alert")];
+    arrange();
   }
-  return { render, refresh, noteAlert };
+  return { render, apply, refresh, noteAlert, tick };
 }

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from fastapi import APIRouter
 
 from kvwatch.app.api.deps import ServicesDep
-from kvwatch.app.api.fleet_rows import VerdictCache, fleet_rows
+from kvwatch.app.api.fleet_rows import fleet_rows, kept_for
 from kvwatch.app.fleet.attention import ordered
 from kvwatch.app.fleet.totals import common_flags, flag_difference, group_totals, job_totals
 from kvwatch.app.services import Services
 
 router = APIRouter(tags=["fleet"])
-_KEPT: WeakKeyDictionary[Services, VerdictCache] = WeakKeyDictionary()  # per app: tests run many in one process
 
 
 @router.get("/api/fleet")
@@ -30,8 +28,7 @@ def get_fleet(services: ServicesDep) -> dict[str, Any]:
 
 
 def fleet_answer(services: Services) -> dict[str, Any]:
-    kept = _KEPT.setdefault(services, VerdictCache())
-    rows = fleet_rows(services, kept)
+    rows = fleet_rows(services, kept_for(services))
     common = common_flags(rows)
     for row in rows:
         row["config_diff"] = flag_difference(row["flags"], common)

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from kvwatch.app.api.host_status import NOW_METRICS, host_health, host_status
 from kvwatch.app.config import HostConfig
@@ -74,11 +75,20 @@ class VerdictCache:
         return sparks
 
 
+_KEPT: WeakKeyDictionary[Services, VerdictCache] = WeakKeyDictionary()  # per app: tests run many in one process
+
+
+def kept_for(services: Services) -> VerdictCache:
+    """The app's one cache of verdicts and sparklines, shared by /api/fleet and the live fleet rows."""
+    return _KEPT.setdefault(services, VerdictCache())
+
+
 def host_row(services: Services, host: HostConfig, verdicts: VerdictCache, now: float) -> dict[str, Any]:
     status = host_status(services, host, now)
     run = status.get("run")
     health = host_health(services, host.name)
     verdict = verdicts.verdict(services, host, run["id"] if run else None, now)
+    ages = {name: source.get("last_line_age_s") for name, source in (health.get("sources") or {}).items()}
     return {
         "host": host.name,
         "group": host.group,
@@ -90,7 +100,8 @@ def host_row(services: Services, host: HostConfig, verdicts: VerdictCache, now: 
         "verdict": verdict,
         "verdict_label": LABELS.get(verdict or "", verdict),
         "spark": verdicts.spark(services, host.name, now),
-        "sources": {name: source.get("last_line_age_s") for name, source in (health.get("sources") or {}).items()},
+        "sources": ages,
+        "sources_at": {name: None if age is None else now - age for name, age in ages.items()},
     }
 
 

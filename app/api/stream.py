@@ -25,17 +25,24 @@ def _event(item: Published) -> ServerSentEvent:
     return ServerSentEvent(event=item.event, raw_data=item.raw, id=item.id)
 
 
+def _wanted(item: Published, samples_of: str | None) -> bool:
+    """A page that charts one host of many asks for that host's samples only: the other hosts' reach
+    it as the fleet's one `fleet` event a second."""
+    return samples_of is None or item.event != "sample" or item.host == samples_of
+
+
 @router.get("/api/stream", response_class=EventSourceResponse)
 async def stream(
     request: Request,
     services: ServicesDep,
     last_event_id: Annotated[str | None, Query(max_length=64)] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
+    samples_of: Annotated[str | None, Query(max_length=256)] = None,
 ) -> AsyncIterator[ServerSentEvent]:
     """Live `sample`, `alert`, `run`, `event` and `host` events, each with an id; the page never polls.
     `hello` opens every connection, with the id live events follow: `resumed_from` is the id it
     continues after (or null) and `replayed` whether every event since then follows (false: backfill
-    from `/api/series`)."""
+    from `/api/series`). `samples_of`: only that host's `sample` events (every other event still comes)."""
     resume = last_event_id_header or last_event_id
     subscription, replay = services.bus.subscribe(resume)
     try:
@@ -43,11 +50,13 @@ async def stream(
         # hello's id is where this client stands, so even a page that saw no event yet resumes exactly.
         yield ServerSentEvent(event="hello", data=hello, id=replay.position, retry=RECONNECT_MS)
         for missed in replay.events:
-            yield _event(missed)
+            if _wanted(missed, samples_of):
+                yield _event(missed)
         while not await request.is_disconnected():
             item = await subscription.next()
             if item is None:  # fell a whole queue behind: end; the browser resumes from its last id
                 return
-            yield _event(item)
+            if _wanted(item, samples_of):
+                yield _event(item)
     finally:
         services.bus.unsubscribe(subscription)

@@ -85,3 +85,44 @@ def test_a_host_whose_alert_fires_moves_to_the_top_and_a_click_opens_it(
     page.wait_for_function("document.getElementById('host-picker').value === 'node17'", timeout=5_000)
     page.wait_for_function("new URLSearchParams(location.search).get('host') === 'node17'", timeout=5_000)
     assert outside == []
+
+
+def test_the_fleet_view_follows_the_stream_s_fleet_events_without_reading_the_fleet_again(
+    fleet: tuple[str, Services], page: Any
+) -> None:
+    """Live numbers arrive as `fleet` events (only changed rows), the page's stream carries the shown
+    host's samples only, and a row off screen is written when it scrolls into view."""
+    url, services = fleet
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    open_dashboard(page, url)
+    page.wait_for_function("document.querySelectorAll('[data-testid=fleet-row]').length === 32", timeout=15_000)
+    page.set_viewport_size({"width": 1280, "height": 400})
+    page.wait_for_function("document.getElementById('stream-state').textContent === 'live'", timeout=10_000)
+    assert any(u.startswith(f"{url}/api/stream?samples_of=node00") for u in asked), asked
+    page.wait_for_timeout(1500)  # the fleet read once more after the stream's hello, then only events
+    reads_before = sum("/api/fleet" in u for u in asked)
+    last = "[...document.querySelectorAll('[data-testid=fleet-row]')].at(-1)"
+    assert page.evaluate(f"{last}.dataset.host") == "node31"
+    page.wait_for_function(f"{last}.hidden", timeout=3_000)  # far below a 400-px screen: not displayed
+    for _ in range(4):
+        now = time.time()
+        for host, value in (("node05", 1234.0), ("node31", 4321.0)):
+            services.bus.publish("sample", {"host": host, "points": {"gen_throughput": [[now, value]]}})
+        page.wait_for_timeout(1000)
+    tok_s = "[data-testid=fleet-row][data-host=node05] td:nth-child(4)"
+    page.wait_for_function(f"document.querySelector('{tok_s}').textContent === '1,234'", timeout=3_000)
+    assert sum("/api/fleet" in u for u in asked) == reads_before, "the page read /api/fleet again"
+    total = sum(800 + i for i in range(32)) - 805 - 831 + 1234 + 4321
+    page.wait_for_function(
+        f"document.querySelector('[data-testid=fleet-totals]').textContent.startsWith('32 hosts · {total:,} tok/s')",
+        timeout=3_000)
+    page.evaluate("window.scrollTo(0, window.scrollY - window.innerHeight"
+                  " + document.querySelector('[data-testid=fleet-table] tbody').getBoundingClientRect().bottom)")
+    page.wait_for_function(f"!{last}.hidden && {last}.children[3].textContent === '4,321'", timeout=3_000)
+    page.locator("[data-testid=fleet-row][data-host=node31]").click()
+    page.wait_for_function("document.getElementById('host-picker').value === 'node31'", timeout=5_000)
+    deadline = time.monotonic() + 5
+    while not any("/api/stream?" in u and "samples_of=node31" in u for u in asked):
+        assert time.monotonic() < deadline, "the stream was not reopened for the picked host"
+        page.wait_for_timeout(100)
