@@ -289,9 +289,8 @@ class Tail:
 
     def _read_between(self) -> list[Line]:
         lines: list[Line] = []
-        reader = self._reader()
-        for gen in self._between:
-            lines += reader.read_whole(gen, self._splitter(gen.generation, 0, 0))
+        for gen in self._between:  # a reader only for a generation to read: most polls have none
+            lines += self._reader().read_whole(gen, self._splitter(gen.generation, 0, 0))
         self._between = []
         return lines
 
