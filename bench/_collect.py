@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.collectors.base import Line
-from kvwatch.collectors.tail_state import TailState
+from kvwatch.collectors.lines import TailState
 from kvwatch.simulator.logfmt import DEFAULT_VERSION, VERSIONS, decode_line
 from tests.fixtures.sshd import Sshd
 

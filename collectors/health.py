@@ -1,4 +1,12 @@
-"""Per-host and per-source health, as plain data the app reads (GET /api/hosts, alerts, the page)."""
+"""Per-host and per-source health, as plain data the app reads (GET /api/hosts, alerts, the page), and
+the sources set aside while they cannot be read (`Quarantine`).
+
+A client log the collecting user may not read, an output glob that matched a directory or a symlink
+loop: each is one file's problem, not the connection's. Such a source is skipped for `hold_s` (the
+glob interval), its error shown in its health, and then tried again; the host stays `up` and its
+server log keeps flowing. Errors that are the connection's (StreamClosed, ConnectFailed, ...) still
+end the connection and reconnect.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ from typing import Any, Literal
 HostState = Literal["connecting", "up", "reconnecting", "failed", "stopped"]
 HOST_KEY_REJECTED = "host key rejected"  # how `last_error` starts when the state is "failed" for that
 
+Key = tuple[str, str]  # (kind, path)
 TAIL_COUNTERS = ("truncated_lines", "replaced_lines", "rotations", "truncations", "replacements",
                  "copies_drained", "lost_generations")
 
@@ -177,3 +186,34 @@ class HostHealth:
 def tail_counters(stats: object) -> dict[str, int]:
     """The TailStats counters a source's health shows, by name."""
     return {name: getattr(stats, name) for name in TAIL_COUNTERS}
+
+
+class Quarantine:
+    def __init__(self, hold_s: float) -> None:
+        self.hold_s = hold_s
+        self._until: dict[Key, float] = {}
+        self._failed: set[Key] = set()
+
+    def hold(self, key: Key) -> None:
+        self._until[key] = time.monotonic() + self.hold_s
+        self._failed.add(key)
+
+    def recovered(self, key: Key) -> bool:
+        """True once for a source that failed before and has now been read."""
+        if key not in self._failed:
+            return False
+        self._failed.discard(key)
+        return True
+
+    def held(self, key: Key) -> bool:
+        until = self._until.get(key)
+        if until is None:
+            return False
+        if time.monotonic() >= until:
+            del self._until[key]  # try it again
+            return False
+        return True
+
+    def release(self, key: Key) -> None:
+        self._until.pop(key, None)
+        self._failed.discard(key)

@@ -26,15 +26,13 @@ from kvwatch.collectors.base import AuthFailed, CollectorError, FileStat, Line, 
 from kvwatch.collectors.clock import ClockUnread, probe_host
 from kvwatch.collectors.clock_infer import HostClock
 from kvwatch.collectors.gpu import GpuSampler
-from kvwatch.collectors.health import HOST_KEY_REJECTED, HostHealth, tail_counters
+from kvwatch.collectors.health import HOST_KEY_REJECTED, HostHealth, Quarantine, tail_counters
 from kvwatch.collectors.host_clock import host_clock_dict, observe_files, refresh_report, reprobe_host
-from kvwatch.collectors.lines import LineSplitter
+from kvwatch.collectors.lines import LineSplitter, TailState
 from kvwatch.collectors.metrics import scrape
 from kvwatch.collectors.periodic import Periodic
-from kvwatch.collectors.quarantine import Quarantine
 from kvwatch.collectors.sinks import ClockSink, ClockStepSuspected, Delivered, Sink
 from kvwatch.collectors.tail import UNKNOWN, Tail, Unknown
-from kvwatch.collectors.tail_state import TailState
 from kvwatch.collectors.watch import Watch
 
 log = logging.getLogger(__name__)

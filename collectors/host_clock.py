@@ -1,5 +1,5 @@
 """The host loop's clock round on every connect: the host's clock, then each file's mtime and newest
-lines, handed to the sink (which decides each source's zone, app/pipeline/clocks.py) and shown in
+lines, handed to the sink (which decides each source's zone, app/pipeline/stamps.py) and shown in
 the host's health. A sink that is not a `ClockSink` (the collector tests' raw sinks) is skipped.
 """
 

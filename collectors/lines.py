@@ -1,20 +1,32 @@
-"""Bytes in, complete Lines out: the partial last line is held, memory stays bounded.
+"""Where a followed file stands: bytes in, complete Lines out, and the TailState that resumes there.
 
-A line longer than `max_line` bytes keeps its first `max_line` bytes as text and drops the rest
-(counted in `truncated_lines`); its offset and number stay exact, so nothing after it shifts and
-tailing never stops. 1 MiB is far above any SGLang/vLLM log line or one JSONL completion we have
-seen, and keeps one pathological line from holding more than 1 MiB per followed file.
-Invalid UTF-8 is decoded with U+FFFD replacements (counted in `replaced_lines`); a trailing "\\r"
-(CRLF files) is dropped.
+`LineSplitter` holds the partial last line and keeps memory bounded. A line longer than `max_line`
+bytes keeps its first `max_line` bytes as text and drops the rest (counted in `truncated_lines`);
+its offset and number stay exact, so nothing after it shifts and tailing never stops. 1 MiB is far
+above any SGLang/vLLM log line or one JSONL completion we have seen, and keeps one pathological line
+from holding more than 1 MiB per followed file. Invalid UTF-8 is decoded with U+FFFD replacements
+(counted in `replaced_lines`); a trailing "\\r" (CRLF files) is dropped.
+
+`TailState` is a splitter's position (generation, offset, line number) made durable: committed by
+the store with the records it covers. Identity of the file behind the path = inode + a fingerprint
+of its first bytes (up to 1 KiB, growing while the file is young) + a marker: the hash of the bytes
+just before `offset`. The marker is what notices a file truncated and regrown past the old offset
+while we were away.
 """
 
 from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from kvwatch.collectors.base import Line
 
 MAX_LINE_BYTES = 1 << 20
 _REPLACEMENT = "\ufffd"
 _REPLACEMENT_BYTES = _REPLACEMENT.encode()
+HEAD_BYTES = 1024
+MARKER_BYTES = 64
 
 
 class LineSplitter:
@@ -102,3 +114,51 @@ class LineSplitter:
         self._frag.clear()
         self._dropped = 0
         return out
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class DrainState:
+    """An older generation still being read: after a rename rotation (the writer may lag), or from
+    the copy a copytruncate left (`inode` is then the copy's)."""
+
+    generation: int
+    inode: int
+    offset: int
+    line_no: int
+
+
+@dataclass(frozen=True, slots=True)
+class TailState:
+    """generation 0 (the default) means "nothing followed yet"."""
+
+    generation: int = 0
+    inode: int = 0
+    offset: int = 0  # resumable: just past the last complete line
+    line_no: int = 0  # complete lines in this generation
+    fingerprint: str = ""  # digest of the first head_len bytes
+    head_len: int = 0
+    marker: str = ""  # digest of bytes [offset - min(offset, MARKER_BYTES), offset)
+    draining: DrainState | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready; the store keeps it as is and gives it back to `from_dict`."""
+        return asdict(self)
+
+    to_dict = as_dict
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> TailState:
+        """Unknown keys are ignored (older/newer kvwatch); missing ones take their defaults."""
+        if not data:
+            return cls()
+        names = set(cls.__dataclass_fields__) - {"draining"}
+        fields = {k: v for k, v in data.items() if k in names}
+        drain = data.get("draining")
+        return cls(**fields, draining=DrainState(**drain) if drain else None)
+
+    def with_(self, **changes: Any) -> TailState:
+        return replace(self, **changes)

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.clock import FileProbe
 from kvwatch.collectors.clock_infer import HostClock
-from kvwatch.collectors.tail_state import TailState
+from kvwatch.collectors.lines import TailState
 
 
 class Delivered(NamedTuple):
@@ -38,7 +38,7 @@ class Sink(Protocol):
 
 @runtime_checkable
 class ClockSink(Protocol):
-    """A sink that places naive stamps in time (app/pipeline/clocks.py): it is told what the host's
+    """A sink that places naive stamps in time (app/pipeline/stamps.py): it is told what the host's
     clock and each file's newest lines say, and reports how each source's offset was found."""
 
     def observe_clock(self, kind: str, path: str, host: HostClock | None, probe: FileProbe | None,

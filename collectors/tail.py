@@ -33,10 +33,17 @@ from __future__ import annotations
 import time
 
 from kvwatch.collectors.base import CollectorError, FileStat, Line, SourceMissing, Transport
-from kvwatch.collectors.lines import MAX_LINE_BYTES, LineSplitter
+from kvwatch.collectors.lines import (
+    HEAD_BYTES,
+    MARKER_BYTES,
+    MAX_LINE_BYTES,
+    DrainState,
+    LineSplitter,
+    TailState,
+    digest,
+)
 from kvwatch.collectors.tail_copies import find_copy
 from kvwatch.collectors.tail_drain import Between, Drain, DrainReader, TailStats
-from kvwatch.collectors.tail_state import HEAD_BYTES, MARKER_BYTES, DrainState, TailState, digest
 
 READ_CHUNK = 4 << 20  # per poll and file: one busy file cannot starve the others; 8 MiB made a
 # catch-up's peak 30 MB higher (bench/attach_history.py)
@@ -282,9 +289,8 @@ class Tail:
 
     def _read_between(self) -> list[Line]:
         lines: list[Line] = []
-        reader = self._reader()
-        for gen in self._between:
-            lines += reader.read_whole(gen, self._splitter(gen.generation, 0, 0))
+        for gen in self._between:  # a reader only for a generation to read: most polls have none
+            lines += self._reader().read_whole(gen, self._splitter(gen.generation, 0, 0))
         self._between = []
         return lines
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kvwatch.collectors.base import CollectorError, FileStat, SourceMissing, SourceUnreadable, Transport
-from kvwatch.collectors.tail_state import HEAD_BYTES, MARKER_BYTES, TailState, digest
+from kvwatch.collectors.lines import HEAD_BYTES, MARKER_BYTES, TailState, digest
 
 COMPRESSED = (".gz", ".xz", ".bz2", ".zst", ".lz4", ".zip")
 ONE_READ_MAX = HEAD_BYTES + MARKER_BYTES  # up to this offset, head and marker come in one read

@@ -43,7 +43,7 @@ def drop_unobserved(
     window: float, marks: list[float],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Rates from `trailing_rate(t, ...)` minus those whose window reaches back across a catch-up
-    mark (app/pipeline/catchup.py): the step at a mark happened while nobody read the file, so a
+    mark (app/pipeline/batches.py): the step at a mark happened while nobody read the file, so a
     rate over it would show an average as if it had been observed."""
     if not marks or not len(rt):
         return rt, rv

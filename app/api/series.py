@@ -17,7 +17,7 @@ from kvwatch.app.api.derived import RATE_WINDOW_S, drop_unobserved, eta, stored_
 from kvwatch.app.api.points import as_pairs, downsample, read_points, run_window
 from kvwatch.app.metrics_catalog import info
 from kvwatch.app.metrics_catalog.names import COMPLETION_RATE, COMPLETIONS
-from kvwatch.app.pipeline.catchup import CATCHUP_EVENT
+from kvwatch.app.pipeline.batches import CATCHUP_EVENT
 from kvwatch.app.services import Services
 
 router = APIRouter(tags=["series"])

@@ -1,5 +1,11 @@
 """Lines of one followed file (or one GPU/metrics read) into a store batch: parse, then the live path
-(app/pipeline/live.py) line by line, or the columnar path (app/pipeline/columns.py) for a backlog."""
+(app/pipeline/rows.py) line by line, or the columnar path (app/pipeline/columns.py) for a backlog.
+
+A catch-up is marked here too: lines a file gained while nobody read it (kvwatch down, host
+unreachable). Their samples sit at the file's mtime (or their own stamps), never at the time of
+reading; the `catchup` event says which byte range was read late and by when it had appeared, so a
+reader of the series knows the step at that point was not observed as a rate. Stored once per backlog.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +13,19 @@ import time
 from collections.abc import Iterable
 
 from kvwatch.app.metrics_catalog.names import COMPLETIONS
-from kvwatch.app.pipeline.catchup import BULK_LINES
-from kvwatch.app.pipeline.live import LiveState, Rows, live_rows, with_host_samples
-from kvwatch.app.pipeline.rows import record_time
+from kvwatch.app.pipeline.rows import LiveState, Rows, live_rows, record_time, with_host_samples
 from kvwatch.app.pipeline.stamps import SourceClock
-from kvwatch.app.store.base import Batch, Sample
+from kvwatch.app.store.base import Batch, EventRow, Sample
 from kvwatch.collectors.base import Line
-from kvwatch.collectors.tail_state import TailState
+from kvwatch.collectors.lines import TailState
 from kvwatch.parsers import LineParser, Record, create_parser
 
 PARSER_OF_SOURCE = {"server_log": "auto", "client_log": "client", "gpu": "nvidia-smi", "metrics": "prometheus"}
 METRICS_PREFIX = "metrics_"  # /metrics scrapes get their own series names: the log's stay the log's
+CATCHUP_EVENT = "catchup"
+# A delivery this long is a backlog read in large pieces, not lines as they come: the columnar path
+# (app/pipeline/columns.py) takes it.
+BULK_LINES = 4096
 
 
 def parser_for(source: str) -> LineParser | None:
@@ -92,3 +100,16 @@ class _Timed:
 def _extend(batch: Batch, rows: Rows) -> None:
     batch.samples.extend(rows.samples)
     batch.events.extend(rows.events)
+
+
+def mark_catch_up(batch: Batch, clock: SourceClock, lines: list[Line]) -> None:
+    backlog = clock.backlog
+    if backlog is None or not backlog.behind or clock.backlog_marked:
+        return
+    if lines[0].offset > backlog.size:  # only lines written after the connect: live, not a backlog
+        return
+    clock.backlog_marked = True
+    appeared_by = backlog.mtime - clock.skew_correction_s
+    data = {"path": batch.path, "from_offset": backlog.resume_offset,
+            "to_offset": backlog.size, "bytes": backlog.size - backlog.resume_offset, "appeared_by": appeared_by}
+    batch.events.append(EventRow(CATCHUP_EVENT, appeared_by, lines[0].line_no, data))

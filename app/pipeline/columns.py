@@ -17,14 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kvwatch.app.lean_pyarrow import pyarrow_without_pandas
+from kvwatch.app.pipeline.batches import BULK_LINES
 from kvwatch.app.pipeline.bounds import HostBounds
-from kvwatch.app.pipeline.catchup import BULK_LINES
 from kvwatch.app.pipeline.combine_bulk import PartSeries, combine_batch
-from kvwatch.app.pipeline.live import LiveState
 from kvwatch.app.pipeline.rows import (
     NOT_SERIES,
     PROGRESS_METRICS,
     SAMPLE_KINDS,
+    LiveState,
     RankAggregator,
     metric_name,
     rank_of,
@@ -138,7 +138,7 @@ class ColumnBuilder:
 def bulk_batch(batch: Batch, parser: LineParser, lines: list[Line], live: LiveState,
                clock: SourceClock | None, now: float) -> int:
     """Fill `batch` (columns and events) from a backlog's lines; returns the number of records.
-    `live`: the host's bounds and aggregator, the same the live path (app/pipeline/live.py) uses."""
+    `live`: the host's bounds and aggregator, the same the live path (app/pipeline/rows.py) uses."""
     builder = ColumnBuilder(live.bounds)
     kept = live.bounds.lines(lines)
     count = 0

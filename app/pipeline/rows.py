@@ -1,20 +1,35 @@
-"""Records (parsers' output) to store rows: numeric series as samples, everything else as events.
+"""Records (parsers' output) to store rows: numeric series as samples, everything else as events; and
+the live path, one host's records to rows with the host's own series combined as they come.
+
+`live_rows` is the whole per-record step: bound the record's fields, make its samples or event
+(`record_rows`), check its stamp against the source's watermark (app/pipeline/watermark.py), prefix
+/metrics series, then keep only series the host may still add (app/pipeline/bounds.py) and follow
+each ranked sample with the host's value combined by the metric catalog's rule
+(app/pipeline/aggregate.py). What it remembers between deliveries is all in `LiveState`, passed in,
+so a test (or another caller) sees every input and every effect. The backlog path
+(app/pipeline/columns.py) shares the state's bounds and aggregator and `record_rows`' naming, not
+`live_rows`: it combines a whole batch at once.
 
 Series naming follows the record fields (docs/records.md): `token_usage`, `running_req`, ... With DP
 attention SGLang logs one line per DP rank; those samples carry rank `DP<n>`, and `RankAggregator`
-(app/pipeline/aggregate.py) derives the host's own series from the ranks' latest values by the
-metric catalog's rule (app/metrics_catalog/).
+derives the host's own series from the ranks' latest values by the metric catalog's rule
+(app/metrics_catalog/).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Any, Protocol
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
 
 from kvwatch.app.metrics_catalog.names import CLIENT_DONE, CLIENT_TOTAL, INPUT_THROUGHPUT
 from kvwatch.app.pipeline.aggregate import RankAggregator
+from kvwatch.app.pipeline.bounds import HostBounds
+from kvwatch.app.pipeline.watermark import StampGuard
 from kvwatch.app.store.base import EventRow, Sample
+from kvwatch.parsers import Record
 from kvwatch.parsers.timestamps import to_epoch
 
 
@@ -27,8 +42,8 @@ SAMPLE_KINDS = frozenset({"decode", "prefill", "stats", "gpu", "progress"})
 # Per-kind fields that are identifiers or labels, not series.
 NOT_SERIES = frozenset({"kind", "line", "ts", "tags", "gpu", "engine", "engines", "iter", "file", "cuda_graph"})
 PROGRESS_METRICS = {"done": CLIENT_DONE, "total": CLIENT_TOTAL}
-__all__ = ["NOT_SERIES", "PROGRESS_METRICS", "SAMPLE_KINDS", "RankAggregator", "metric_name", "rank_of", "record_rows",
-           "record_time"]
+__all__ = ["NOT_SERIES", "PROGRESS_METRICS", "SAMPLE_KINDS", "LiveState", "RankAggregator", "Rows", "live_rows",
+           "metric_name", "rank_of", "record_rows", "record_time", "with_host_samples"]
 
 
 def rank_of(record: dict[str, Any]) -> str:
@@ -76,3 +91,54 @@ def metric_name(kind: str, key: str) -> str:
     if kind == "stats" and key == "prompt_throughput":
         return INPUT_THROUGHPUT
     return key
+
+
+
+@dataclass(slots=True)
+class LiveState:
+    """One host's memory across deliveries: each part's latest value (for the host's combined
+    series), what its bounds have admitted and dropped, each source's stamp watermark."""
+
+    aggregator: RankAggregator = field(default_factory=RankAggregator)
+    bounds: HostBounds = field(default_factory=HostBounds)
+    stamps: StampGuard = field(default_factory=StampGuard)
+
+
+class Rows(NamedTuple):
+    """Store rows in arrival order: each record's samples followed by the host values they produced."""
+
+    samples: list[Sample]
+    events: list[EventRow]
+
+    @property
+    def host_samples(self) -> list[Sample]:
+        """The host's own series (no rank): unranked records' samples and the combined values."""
+        return [sample for sample in self.samples if not sample.rank]
+
+
+def live_rows(records: Iterable[Record], state: LiveState, source: str, path: str, *,
+              now: float | None = None, clock: RecordClock | None = None, prefix: str = "") -> Rows:
+    """The rows of `records` read from `path` (a followed file, or a GPU/metrics read) of `source`.
+
+    `now`: when the records' line appeared (an unstamped record's time, and the time an outlier's event
+    is re-timed to); default the current time. `clock`: the source's zone and skew; without one a naive
+    stamp is UTC. `prefix`: put before every metric name (/metrics series stay apart from the log's).
+    """
+    rows = Rows([], [])
+    for record in records:
+        read_at = time.time() if now is None else now
+        samples, events = record_rows(state.bounds.record(record), read_at, clock)
+        line = int(record.get("line", 0) or 0)
+        samples, events = state.stamps.filter(source, path, line, samples, events, read_at)
+        if prefix:
+            samples = [s._replace(metric=prefix + s.metric) for s in samples]
+        # per record, not per delivery: a host value follows the part samples it combines
+        rows.samples.extend(with_host_samples(samples, state))
+        rows.events.extend(events)
+    return rows
+
+
+def with_host_samples(samples: list[Sample], state: LiveState) -> list[Sample]:
+    """The samples the host's series bound admits, then the host values their ranked ones combine to."""
+    kept = state.bounds.samples(samples)
+    return kept + state.bounds.samples(state.aggregator.host_samples(kept))

@@ -4,35 +4,73 @@
 transaction holds both, so a crash at any point re-reads from the committed offset and stores
 nothing twice. A commit that fails raises: the follower rewinds the tail and reads the same lines
 again (the parser has seen them: a traceback it held may come out twice, never a sample).
+
+Where a published point stands among the host's points of the same stamp (`StampRuns`): SGLang
+stamps whole seconds, so a fast decode (or a short --decode-log-interval) logs several lines in one
+second: distinct samples with equal stamps. A page that holds some of a stamp's points (from history)
+and is streamed more of them tells old from new by position, not by time: the stream says, per
+metric, how many points of its first point's stamp came before it (`stamp_index`). A stamp's points
+are counted in publishing order, which is the store's commit order, as a run of consecutive equal
+stamps (the page counts the same way: the points its trace ends with). A backlog batch publishes its
+series thinned (PUBLISH_POINTS): its positions count the published points, so at the one stamp where
+a backlog meets live lines a page may draw a point twice or miss one; a page open during a catch-up
+redraws from history when it compacts anyway. Stamps are compared in whole milliseconds, as the page
+holds them (a JavaScript Date truncates): output-file lines stamped 0.2 ms apart are one stamp on the
+page, so they are one stamp here too.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import numpy as np
 
 from kvwatch.app.bus import EventBus
 from kvwatch.app.metrics_catalog.names import COMPLETIONS
-from kvwatch.app.pipeline.batches import METRICS_PREFIX, BatchBuilder, parser_for
-from kvwatch.app.pipeline.catchup import mark_catch_up
-from kvwatch.app.pipeline.clocks import SourceClocks
-from kvwatch.app.pipeline.live import LiveState
-from kvwatch.app.pipeline.stamp_runs import StampRuns
+from kvwatch.app.pipeline.batches import METRICS_PREFIX, BatchBuilder, mark_catch_up, parser_for
+from kvwatch.app.pipeline.rows import LiveState
+from kvwatch.app.pipeline.stamps import SourceClocks
 from kvwatch.app.runs.news import RunNews
 from kvwatch.app.store.base import Batch, Store
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.clock import FileProbe
 from kvwatch.collectors.clock_infer import HostClock
+from kvwatch.collectors.lines import TailState
 from kvwatch.collectors.sinks import ClockStepSuspected, Delivered
-from kvwatch.collectors.tail_state import TailState
 from kvwatch.parsers import LineParser, Record, create_parser
 
 log = logging.getLogger(__name__)
 PUBLISHED_EVENTS = {"capacity": "run", "server_args": "run", "event": "event"}
 PUBLISH_POINTS = 1000  # per series and backlog batch on the stream; the store has them all. Encoding them
 # is most of a batch's cost beyond storing it: 2,000 a 4 MiB read made a catch-up 10 % slower (bench/attach_history.py)
+
+
+def page_stamp(t: float) -> int:
+    """A stamp as the page's Date holds it: whole milliseconds, truncated."""
+    return math.trunc(t * 1000)
+
+
+class StampRuns:
+    """Per metric: the newest published stamp and how many points carried it in a row."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[int | None, int]] = {}
+
+    def advance(self, metric: str, points: list[list[float]]) -> int:
+        """The count of earlier points at `points[0]`'s stamp; then `points` are counted too."""
+        if not points:
+            return 0
+        stamp, count = self._last.get(metric, (None, 0))
+        before = count if page_stamp(points[0][0]) == stamp else 0
+        for t, _ in points:
+            if page_stamp(t) == stamp:
+                count += 1
+            else:
+                stamp, count = page_stamp(t), 1
+        self._last[metric] = (stamp, count)
+        return before
 
 
 class StoreSink:

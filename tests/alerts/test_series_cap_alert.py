@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kvwatch.app.pipeline.bounds import MAX_SERIES
-from kvwatch.app.pipeline.live import live_rows
+from kvwatch.app.pipeline.rows import live_rows
 from kvwatch.app.runner import build_services
 from kvwatch.parsers import Record
 from tests.alerts.recorded import T0, Rig

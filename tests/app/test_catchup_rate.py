@@ -10,7 +10,7 @@ import numpy as np
 
 from kvwatch.app.api.derived import drop_unobserved, trailing_rate
 from kvwatch.app.main import create_app
-from kvwatch.app.pipeline.catchup import CATCHUP_EVENT
+from kvwatch.app.pipeline.batches import CATCHUP_EVENT
 from kvwatch.app.store.base import Batch, EventRow, Sample
 from tests.app.slice_helpers import start_services
 

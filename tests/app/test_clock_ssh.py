@@ -24,7 +24,7 @@ import pytest
 
 from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.main import create_app
-from kvwatch.app.pipeline.catchup import CATCHUP_EVENT
+from kvwatch.app.pipeline.batches import CATCHUP_EVENT
 from kvwatch.app.runner import build_services
 from kvwatch.app.services import Services
 from tests.app.slice_helpers import wait_until

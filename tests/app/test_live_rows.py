@@ -1,4 +1,4 @@
-"""The live path as one function (app/pipeline/live.py): literal records in, store rows out, the
+"""The live path as one function (`live_rows`, app/pipeline/rows.py): literal records in, store rows out, the
 host's memory in an explicit LiveState."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from kvwatch.app.pipeline.batches import BatchBuilder
 from kvwatch.app.pipeline.bounds import HostBounds, Limits
-from kvwatch.app.pipeline.live import LiveState, Rows, live_rows
+from kvwatch.app.pipeline.rows import LiveState, Rows, live_rows
 from kvwatch.app.store.base import EventRow, Sample
 from kvwatch.collectors.sinks import ClockStepSuspected
 from kvwatch.parsers import Record, create_parser

@@ -1,4 +1,4 @@
-"""Naive stamps -> UTC per source (app/pipeline/stamps.py, clocks.py) on literal inputs."""
+"""Naive stamps -> UTC per source (app/pipeline/stamps.py) on literal inputs."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import pytest
 
 from kvwatch.app.config import parse_config
 from kvwatch.app.errors import ConfigError
-from kvwatch.app.pipeline.clocks import SourceClocks
 from kvwatch.app.pipeline.rows import record_rows
-from kvwatch.app.pipeline.stamps import Backlog, SourceClock, ZoneChoice, choose_zone
+from kvwatch.app.pipeline.stamps import Backlog, SourceClock, SourceClocks, ZoneChoice, choose_zone
 from kvwatch.collectors.clock import FileProbe
 from kvwatch.collectors.clock_infer import HostClock
 

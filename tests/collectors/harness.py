@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kvwatch.collectors.base import Line
+from kvwatch.collectors.lines import TailState
 from kvwatch.collectors.tail import Tail
-from kvwatch.collectors.tail_state import TailState
 
 
 def numbered(first: int, last: int, pad: str = "payload") -> bytes:

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from kvwatch.collectors.base import Line
-from kvwatch.collectors.tail_state import TailState
+from kvwatch.collectors.lines import TailState
 
 
 class SqliteSink:

@@ -22,8 +22,8 @@ import pytest
 from kvwatch.collectors.backoff import Backoff
 from kvwatch.collectors.base import Line
 from kvwatch.collectors.host import HostFollower, HostOptions, SourceSpec
+from kvwatch.collectors.lines import TailState
 from kvwatch.collectors.ssh.transport import SshOptions, SshTransport
-from kvwatch.collectors.tail_state import TailState
 from tests.collectors.harness import append, numbered
 from tests.collectors.sinks import SqliteSink
 from tests.fixtures.sshd import Sshd, keygen

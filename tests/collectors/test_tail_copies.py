@@ -6,9 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
+from kvwatch.collectors.lines import HEAD_BYTES, MARKER_BYTES, TailState, digest
 from kvwatch.collectors.local import LocalTransport
 from kvwatch.collectors.tail_copies import ONE_READ_MAX, candidates, find_copy, holds
-from kvwatch.collectors.tail_state import HEAD_BYTES, MARKER_BYTES, TailState, digest
 from tests.collectors.harness import numbered
 
 

@@ -21,7 +21,7 @@ from kvwatch.app.store import Store
 from kvwatch.app.store import chunks as chunk_module
 from kvwatch.app.store.rollup import ROLLUP_WIDTHS
 from kvwatch.collectors.base import Line
-from kvwatch.collectors.tail_state import TailState
+from kvwatch.collectors.lines import TailState
 
 START = 1771930154  # 2026-02-24T10:49:14Z
 PATH = "/logs/server.log"

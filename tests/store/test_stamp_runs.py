@@ -1,6 +1,6 @@
 """Stream positions count stamps as the page holds them: whole milliseconds."""
 
-from kvwatch.app.pipeline.stamp_runs import StampRuns, page_stamp
+from kvwatch.app.pipeline.sink import StampRuns, page_stamp
 
 T0 = 1_796_547_944.370
 
