@@ -33,7 +33,8 @@ _COLON, _SPACE, _DIGIT = ord(":"), ord(" "), ord("0")
 _HIGH, _THREES, _SIXES = (np.uint64(int.from_bytes(bytes([b]) * 8, "little")) for b in (0xF0, 0x30, 0x06))
 _LOW = np.array([(1 << (8 * n)) - 1 for n in range(_WORD + 1)], np.uint64)  # the first n bytes of a word
 _TAGS = re.compile(rb"(?: [A-Z][A-Z_]*[0-9]{1,6})*")  # the rank tags a shape's regex accepts
-_TRAILING = np.frombuffer(b", .\r", np.uint8)  # what a shape's `[, .\r]*$` lets follow the last value
+_TRAILING = np.zeros(256, bool)  # by byte: what a shape's `[, .\r]*$` lets follow the last value
+_TRAILING[list(b", .\r")] = True
 _MOST = {"int": 18, "float": 37, "bool": 5}  # `[0-9]{1,18}`, `[0-9]{1,18}\.[0-9]{1,18}`, `False`
 
 
@@ -114,7 +115,7 @@ class Split:
         """Drop the separators that may follow a line's last value (a value never ends in one)."""
         ends = ends.copy()
         while True:
-            more = (ends > starts) & np.isin(self.data[np.maximum(ends - 1, 0)], _TRAILING)
+            more = (ends > starts) & _TRAILING[self.data[np.maximum(ends - 1, 0)]]
             if not more.any():
                 return ends
             ends -= more
