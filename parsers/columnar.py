@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kvwatch.parsers.base import Record
-from kvwatch.parsers.columnar_split import Split
+from kvwatch.parsers.columnar_split import Scratch, Split
 from kvwatch.parsers.sglang import SglangParser
 
 _MARKERS = (("decode", "Decode batch"), ("prefill", "Prefill batch"))
@@ -32,6 +32,7 @@ class ColumnarSglang:
 
     def __init__(self, parser: SglangParser) -> None:
         self.parser = parser
+        self.scratch = Scratch()  # for the known shapes' Split: one block's tables are built before the next
 
     def block(self, first_line_no: int, lines: pa.Array) -> tuple[list[pa.Table], list[Record]]:
         """(tables of fast-path records, the parser's records) for lines numbered from first_line_no."""
@@ -61,7 +62,7 @@ class ColumnarSglang:
         taken = np.zeros(len(lines), bool)
         if not shapes:
             return taken
-        split = Split(lines)
+        split = Split(lines, self.scratch)
         for shape in shapes:  # in this order: a line that two shapes match is the first one's
             rows, values = split.matching(shape, np.flatnonzero(~taken))
             if len(rows):
