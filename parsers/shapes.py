@@ -21,7 +21,8 @@ from kvwatch.parsers.base import Record
 from kvwatch.parsers.header import parse_tags
 from kvwatch.parsers.values import field_key
 
-# One pattern text for Python's re and for RE2 (parsers.columnar): named groups, ASCII classes only.
+# One pattern text for Python's re and for RE2 (tests/parsers/test_columnar_split.py holds the columnar
+# path's byte checks to RE2's answer): named groups, ASCII classes only.
 HEADER_PATTERN = (
     r"\[(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?)"
     r"(?P<tags>(?: [A-Z][A-Z_]*[0-9]{1,6})*)\] "
