@@ -94,11 +94,12 @@ def ssh_cat(server: Sshd, path: Path) -> float:
     return time.perf_counter() - t0
 
 
-def sglang_parser(path: Path) -> tuple[float, float]:
+def sglang_parser(path: Path) -> tuple[float, float, float]:
+    """(wall s, peak RSS MiB, CPU s) of SGLang's parser in its own process."""
     script = SCRATCH / "run_sglang_log_parser.py"
     script.write_text(RUNNER)
     run = measure([sys.executable, str(script), str(path), str(PARSER_DIR)])
-    return run.wall, run.peak_mib
+    return run.wall, run.peak_mib, run.cpu
 
 
 def export_ref(ref: str) -> Path:
@@ -170,7 +171,10 @@ def kvwatch_serve(label: str, code: Path | None, server: Sshd, log: Path, last_t
         _, _, usage = os.wait4(proc.pid, 0)
         sampler.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return {"what": label, "s": round(wall, 2), "first_points_s": first_points and round(first_points, 1),
+    # CPU (user + sys) of the serve process, from its start to just after the history was answered.
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"what": label, "s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "first_points_s": first_points and round(first_points, 1),
             "peak_rss_mib": round(usage.ru_maxrss / 1024), "load": f"{l0}-{load()}",
             "progress_seen": seen[:: max(1, len(seen) // 6)],
             "rss_mib_each_s": [row["rss_mib"] for row in seen],
@@ -232,9 +236,10 @@ def main() -> None:
         size = log.stat().st_size
         print(json.dumps({"lines": args.lines, "mib": round(size / 2**20), "cpus": os.cpu_count(), "load": load()}))
         cat = ssh_cat(server, log)
-        upstream, upstream_rss = sglang_parser(log)
+        upstream, upstream_rss, upstream_cpu = sglang_parser(log)
         floor = cat + upstream
         print(json.dumps({"ssh_cat_s": round(cat, 2), "sglang_parser_s": round(upstream, 2),
+                          "sglang_parser_cpu_s": round(upstream_cpu, 2),
                           "sglang_parser_rss_mib": round(upstream_rss), "floor_s": round(floor, 2)}), flush=True)
         runs: list[tuple[str, Path | None, str]] = []
         if not args.skip_current:

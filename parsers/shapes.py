@@ -21,7 +21,8 @@ from kvwatch.parsers.base import Record
 from kvwatch.parsers.header import parse_tags
 from kvwatch.parsers.values import field_key
 
-# One pattern text for Python's re and for RE2 (parsers.columnar): named groups, ASCII classes only.
+# One pattern text for Python's re and for RE2 (tests/parsers/test_columnar_split.py holds the columnar
+# path's byte checks to RE2's answer): named groups, ASCII classes only.
 HEADER_PATTERN = (
     r"\[(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?)"
     r"(?P<tags>(?: [A-Z][A-Z_]*[0-9]{1,6})*)\] "
@@ -41,21 +42,27 @@ class Shape:
 
     `hdr` is `date time[.ms][ tags]`; the stamp is its first `stamp_len` characters (a shape has one
     millisecond width), the rank tags the rest. One group instead of three: captures cost per group.
-    For column-wise reading (parsers.columnar), a matching line split at its `: `s has one piece more
-    than it has values: `head` is the length of the text from the rank tags' `]` to the first `: `,
-    and value i (but the last) is followed by `gaps[i]` characters, `, ` and the next key.
+    For column-wise reading (parsers.columnar_split), everything else in a matching line is fixed text
+    that ends at a `: `: `head_text` (from the rank tags' `]` to the first `: `) and, after value i but
+    the last, `gap_texts[i]` (`, ` and the next key). `head` and `gaps` are their lengths, in bytes
+    since the columnar path counts positions in bytes.
     """
 
-    __slots__ = ("converters", "gaps", "head", "kind", "names", "pattern", "regex", "stamp_len", "types")
+    __slots__ = (
+        "converters", "gap_texts", "gaps", "head", "head_text", "kind", "names", "pattern", "regex", "stamp_len",
+        "types",
+    )
 
     def __init__(
         self, kind: str, pattern: str, names: tuple[str, ...], types: tuple[str, ...], stamp_len: int,
-        keys: tuple[str, ...] = (), head: int = 0,
+        keys: tuple[str, ...] = (), lead: str = "",
     ):
         self.kind = kind
         self.stamp_len = stamp_len
-        self.head = head
-        self.gaps = tuple(len(", ") + len(key) for key in keys[1:])
+        self.head_text = f"] {lead}{keys[0]}".encode() if keys else b""
+        self.head = len(self.head_text)
+        self.gap_texts = tuple(f", {key}".encode() for key in keys[1:])
+        self.gaps = tuple(map(len, self.gap_texts))
         self.pattern = pattern
         self.regex = re.compile(pattern)
         self.names = names
@@ -113,8 +120,7 @@ def _shape_of(kind: str, text: str) -> Shape | None:
         keys.append(key)
     pattern.append(r"[, .\r]*$")
     stamp_len = 19 + (millis + 1 if millis else 0)
-    head = len("] ") + len(marker + separator) + len(keys[0]) if keys else 0
-    return Shape(kind, "".join(pattern), tuple(names), tuple(types), stamp_len, tuple(keys), head)
+    return Shape(kind, "".join(pattern), tuple(names), tuple(types), stamp_len, tuple(keys), marker + separator)
 
 
 class BatchShapes:

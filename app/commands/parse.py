@@ -17,7 +17,6 @@ import struct
 import sys
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
@@ -123,9 +122,9 @@ Chunk = tuple[list[pa.Table], list[Record]]
 
 def parse_file(
     path: Path, source: str, label: str | None, fast: bool = False, quiet: bool = True,
-    pool: Executor | None = None, progress: Progress | None = None,
+    progress: Progress | None = None,
 ) -> Iterator[Chunk]:
-    """Chunks of records of one file. `fast`: SGLang logs take the columnar path (tables), on `pool`."""
+    """Chunks of records of one file. `fast`: SGLang logs take the columnar path (tables)."""
     parser: LineParser = create_parser(source, file=str(path))
     line_no = 0
     for block, ended in read_raw_blocks(path, progress):
@@ -135,7 +134,7 @@ def parse_file(
             lines = block_lines(block)
             records, fed = _until_chosen(parser, line_no, lines)
             line_no += fed
-            columnar = _columnar(parser, pool)
+            columnar = _columnar(parser)
             if columnar is not None:
                 rest = lines.slice(fed)
                 tables, more = columnar.block(line_no + 1, rest)
@@ -170,10 +169,10 @@ def _until_chosen(parser: LineParser, line_no: int, lines: pa.Array) -> tuple[li
     return records, fed
 
 
-def _columnar(parser: LineParser, pool: Executor | None) -> ColumnarSglang | None:
+def _columnar(parser: LineParser) -> ColumnarSglang | None:
     if isinstance(parser, AutoParser):
         parser = parser.delegate  # type: ignore[assignment]  # None until it has chosen
-    return ColumnarSglang(parser, pool) if isinstance(parser, SglangParser) else None
+    return ColumnarSglang(parser) if isinstance(parser, SglangParser) else None
 
 
 def _labelled(tables: list[pa.Table], records: list[Record], label: str | None) -> Chunk:
@@ -197,13 +196,12 @@ def _chunks(args: argparse.Namespace) -> Iterator[Chunk]:
     several = len(args.files) > 1
     fast = args.format != "jsonl"
     total = sum(path.stat().st_size for path in args.files)
-    # Arrow's kernels release the GIL: decode and prefill lines are extracted on two threads.
-    with ThreadPoolExecutor(2, thread_name_prefix="kvwatch-parse") as pool, Progress("parse", total, "B") as progress:
+    with Progress("parse", total, "B") as progress:
         # Records printed to a terminal would be torn by the progress line: no progress then.
         progress.enabled = progress.enabled and (args.output is not None or not sys.stdout.isatty())
         for path in args.files:
             label = str(path) if several else None
-            yield from parse_file(path, args.source, label, fast, args.quiet, pool if fast else None, progress)
+            yield from parse_file(path, args.source, label, fast, args.quiet, progress)
 
 
 def _write(args: argparse.Namespace) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -16,7 +15,6 @@ from kvwatch.parsers import PARSERS, create_parser
 from kvwatch.parsers.columnar import ColumnarSglang
 from kvwatch.parsers.sglang import SglangParser, parse_batch
 
-POOL = ThreadPoolExecutor(2)
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LOGGISH = st.lists(
     st.sampled_from(
@@ -189,14 +187,14 @@ def test_shape_fast_path_gives_what_the_general_parser_gives(lines: list[str]) -
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(lines=st.lists(LINES, max_size=60), cut=st.integers(0, 60), threads=st.booleans())
-def test_columnar_path_gives_what_the_line_parser_gives(lines: list[str], cut: int, threads: bool) -> None:
+@given(lines=st.lists(LINES, max_size=60), cut=st.integers(0, 60))
+def test_columnar_path_gives_what_the_line_parser_gives(lines: list[str], cut: int) -> None:
     lines = [line.replace("\n", " ") for line in lines]
     reference = SglangParser()
     expected = [r for n, t in enumerate(lines, 1) for r in reference.feed(n, t.removesuffix("\r"))]
     expected += reference.flush()
     columnar_parser = SglangParser()
-    columnar = ColumnarSglang(columnar_parser, POOL if threads else None)
+    columnar = ColumnarSglang(columnar_parser)
     got: list[dict[str, Any]] = []
     for first, block in ((0, lines[:cut]), (cut, lines[cut:])):
         if block:
