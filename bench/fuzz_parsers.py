@@ -9,7 +9,7 @@ tests/parsers/cases are the seed corpus. It needs `pip install atheris` (not in 
 with hypothesis, tests/hardening/test_parser_fuzz.py).
 
 `--wrappers`: the input is a wrapper put in front of (and a tail behind) a real SGLang or vLLM line
-(parsers/wrappers.py); besides not raising, no record may hold a field whose name is not of a field
+(parsers/prefixes.py); besides not raising, no record may hold a field whose name is not of a field
 name's shape (tests/parsers/test_wrappers.py's `is_field_name`): whatever wraps a line, no series
 is invented. A violation is reported like a crash.
 """

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kvwatch.parsers import columnar_bytes as cb
-from kvwatch.parsers.pools import TOKEN_PARTS, USAGE_PARTS
+from kvwatch.parsers.sglang import TOKEN_PARTS, USAGE_PARTS
 from kvwatch.parsers.shapes import Shape
 
 _WORD = 8
@@ -210,7 +210,7 @@ class Split:
 
 
 def _pool_totals(columns: dict[str, pa.Array]) -> None:
-    """parsers.pools's `token_usage` and `token` of a hybrid model's lines, as columns."""
+    """parsers.sglang's `token_usage` and `token` of a hybrid model's lines, as columns."""
     for total, parts in (("token_usage", USAGE_PARTS), ("token", TOKEN_PARTS)):
         present = [columns[name] for name in parts if name in columns and columns[name].type != pa.bool_()]
         if total in columns or not present or (total == "token" and "full_token" not in columns):

@@ -22,9 +22,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from kvwatch.parsers.prefixes import peel, strip_process
+from kvwatch.parsers.prefixes import peel, strip_process, unwrap
 from kvwatch.parsers.timestamps import iso
-from kvwatch.parsers.wrappers import unwrap
 
 __all__ = ["Header", "parse_header", "parse_tags", "search_header", "stamp", "strip_process"]
 
@@ -91,7 +90,7 @@ def _layout(match: re.Match[str], text: str, level: int, bracket: int, name: int
 
 def parse_header(text: str) -> Header:
     """Split one line into timestamp, rank tags and message; `found` is False without a prefix.
-    Behind a wrapper (parsers.wrappers) the engine's own header is found where it stands."""
+    Behind a wrapper (parsers.prefixes) the engine's own header is found where it stands."""
     header = _parse(text)
     if header.found and not header.shipped_only and header.message[:1] not in _WRAPPER_ENDS:
         return header  # the engine's header first on the line: almost every line

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from kvwatch.parsers.header import parse_header
-from kvwatch.parsers.wrappers import PROCESS_NAME
+from kvwatch.parsers.prefixes import PROCESS_NAME
 
 _LEVEL = "(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 _JOINED = re.compile(

@@ -2,7 +2,7 @@
 
 - `Decode batch` / `Prefill batch` lines -> `decode` / `prefill` (key/value pairs, not a fixed
   regex: any order, unknown keys kept, `[N]` iteration counter -> `iter`, trailing `, ` or not;
-  a hybrid model's per-pool values also give `token_usage` and `token`: parsers.pools);
+  a hybrid model's per-pool values also give `token_usage` and `token`: parsers.sglang);
 - `max_total_num_tokens=...` -> `capacity`; `KV Cache is allocated. ...` -> `kv_cache`;
 - `server_args=...` -> `server_args` with the flags as a dict in `args`;
 - events and multi-line tracebacks -> `event` (see parsers.events);
@@ -14,23 +14,59 @@ cuda graph: True, gen throughput (token/s): 930.63, #queue-req: 79`
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
 from kvwatch.parsers.header import Header, parse_header, search_header, stamp
 from kvwatch.parsers.joins import split_joined
-from kvwatch.parsers.pools import add_pool_totals
-from kvwatch.parsers.prefixes import peel, strip_ansi, strip_repeats
+from kvwatch.parsers.prefixes import close_backticks, peel, strip_ansi, strip_repeats, unwrap
 from kvwatch.parsers.requestlog import is_request_log
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.shapes import BatchShapes
 from kvwatch.parsers.values import field_key, field_name, field_value, split_pairs
-from kvwatch.parsers.wrappers import close_backticks, unwrap
 
 __all__ = ["SglangParser", "field_name", "field_value", "is_access_line", "parse_batch"]
 
 _NAMES: dict[str, str] = {}
+
+
+# A hybrid model's KV pools, totalled as SGLang's own scheduler totals them.
+#
+# A model with sliding-window layers (gpt-oss, MiMo, Llama 4, DeepSeek-V4) or Mamba layers (Qwen3-Next)
+# keeps several pools, and its batch lines log each one instead of `#token` / `token usage`:
+#
+#     Decode batch, #running-req: 56, #full token: 20224, full token usage: 0.00, #swa token: 14976,
+#     swa token usage: 0.05, ..., gen throughput (token/s): 1234.56, #queue-req: 0
+#     Prefill batch, ..., full token usage: 0.01, mamba usage: 0.40, #running-req: 3, ...
+#
+# SGLang's `PoolStats` (sglang/srt/managers/scheduler_pool_stats.py, 0.5.x) reports the fullest pool
+# as the server's token usage (`sglang:token_usage` = max of full, swa and mamba usage) and the larger
+# of the full and swa pools' counts as its used tokens (`num_used_tokens`; a mamba pool counts request
+# slots, not tokens). The record gets those as `token_usage` and `token`, so the usage chart, the
+# 0.95 alert, the diagnosis and the comparison read a hybrid run like any other; the per-pool fields
+# stay as logged. A line that logs `token usage` itself is left alone.
+
+USAGE_PARTS = ("full_token_usage", "swa_token_usage", "mamba_usage")
+TOKEN_PARTS = ("full_token", "swa_token")
+
+
+def _fullest(record: dict[str, Any], parts: tuple[str, ...]) -> int | float | None:
+    values = [record[name] for name in parts if isinstance(record.get(name), int | float)
+              and not isinstance(record.get(name), bool)]
+    return max(values) if values else None
+
+
+def add_pool_totals(record: dict[str, Any]) -> None:
+    """Add `token_usage` and `token` to a batch record that logs per-pool values only."""
+    if "token_usage" not in record:
+        usage = _fullest(record, USAGE_PARTS)
+        if usage is not None:
+            record["token_usage"] = usage
+    if "token" not in record and "full_token" in record:
+        used = _fullest(record, TOKEN_PARTS)
+        if used is not None:
+            record["token"] = used
 
 
 def is_access_line(text: str) -> bool:

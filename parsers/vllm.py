@@ -27,12 +27,11 @@ from kvwatch.parsers.base import ParseHealth, Record
 from kvwatch.parsers.events import TracebackMixin, event_of, event_record, open_block
 from kvwatch.parsers.header import Header, parse_header, stamp
 from kvwatch.parsers.joins import split_joined
-from kvwatch.parsers.prefixes import peel, strip_ansi, strip_repeats
+from kvwatch.parsers.prefixes import close_backticks, peel, strip_ansi, strip_repeats
 from kvwatch.parsers.requestlog import is_request_log
 from kvwatch.parsers.server_args import parse_args_dump
 from kvwatch.parsers.sglang import is_access_line
 from kvwatch.parsers.values import Value, field_key, field_value
-from kvwatch.parsers.wrappers import close_backticks
 
 _STATS_NAMES = {
     "avg_prompt_throughput": "prompt_throughput",

@@ -91,7 +91,7 @@ class Signals:
     completions_growth: float | None  # output-file lines added in the window (None: not counted)
     client_lines: int  # client progress lines in the window
     last_sample_t: float | None
-    full_usage_p50: float | None = None  # a sliding-window model's full-attention pool (parsers/pools.py)
+    full_usage_p50: float | None = None  # a sliding-window model's full-attention pool (parsers/sglang.py)
     swa_usage_p50: float | None = None  # ... and its sliding-window pool; None: not such a model
 
 

@@ -75,7 +75,7 @@ _PER_GPU_TOTAL = (Extra("total", "sum"),)
 
 _ENTRIES: tuple[MetricInfo, ...] = (
     # A hybrid model's lines log each pool; its token_usage and token are SGLang's own totals of them
-    # (the fullest pool; parsers/pools.py).
+    # (the fullest pool; parsers/sglang.py).
     _e("token_usage", "ratio", "KV token usage", "max"),
     _e("full_token_usage", "ratio", "full-attention token usage", "max"),
     _e("swa_token_usage", "ratio", "sliding-window token usage", "max"),

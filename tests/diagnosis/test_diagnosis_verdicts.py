@@ -169,7 +169,7 @@ def test_kv_bound_advice_carries_predicted_effects() -> None:
 
 def test_a_sliding_window_model_whose_swa_pool_fills_is_told_to_move_the_split() -> None:
     """gpt-oss / MiMo: the swa pool at 0.97 while the full-attention pool sits at 0.30. token_usage is
-    the fullest pool (parsers/pools.py), so the run is KV-bound, and the first advice is the split."""
+    the fullest pool (parsers/sglang.py), so the run is KV-bound, and the first advice is the split."""
     series = busy(usage=0.97, running=61, queue=40, throughput=1302.11, tokens=981_504)
     series["full_token_usage"], series["swa_token_usage"] = level(0.30), level(0.97)
     calls: list[dict[str, object]] = []

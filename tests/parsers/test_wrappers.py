@@ -1,5 +1,5 @@
 """Whatever wraps the engine's line, the engine's header is found; a key that is no field name is
-counted, never a field (parsers/wrappers.py, parsers/joins.py, parsers/values.field_key)."""
+counted, never a field (parsers/prefixes.py, parsers/joins.py, parsers/values.field_key)."""
 
 from __future__ import annotations
 
