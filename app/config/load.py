@@ -33,18 +33,17 @@ def load_config(path: str | os.PathLike[str]) -> Config:
 def _refuse_world_readable_secrets(path: Path, config: Config) -> None:
     """A config that holds the control token (or a database password) must not be readable by every
     user of the machine: whoever reads it can restart the server."""
-    held = [name for name, present in (
-        ("server.token", bool(config.server.token)),
-        ("the database password", config.server.database_password),
+    held = [(key, name) for key, name, present in (
+        ("token", "server.token", bool(config.server.token)),
+        ("database", "the database password", config.server.database_password),
     ) if present]
     if not held:
         return
     mode = path.stat().st_mode & 0o777
     if mode & 0o004:
-        raise ConfigError(
-            f"{path}: holds {' and '.join(held)} and is readable by every user (mode {mode:04o});"
-            f" chmod 600 {path}, or set the token in KVWATCH_TOKEN instead"
-        )
+        detail = (f".server.{held[0][0]}: this file holds {' and '.join(name for _, name in held)} and is readable"
+                  f" by every user (mode {mode:04o}); chmod 600 {path}, or set the token in KVWATCH_TOKEN instead")
+        raise ConfigError(config.error_at(("server", held[0][0]), detail))
 
 
 def default_config_path() -> Path | None:

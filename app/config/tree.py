@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr
 
 from kvwatch.app.config.alert_rules import DEFAULT_RULES
 from kvwatch.app.config.alerts import AlertsTable, misordered, rule_params
@@ -54,6 +54,12 @@ class Config(ConfigFile):
     """The file's tree, and where it was read from (`path` names the file in every later message)."""
 
     path: str = "<memory>"
+    # where each key is in the file's text (app/config/lines.py), for checks made after parsing
+    _line_of: LineOf | None = PrivateAttr(default=None)
+
+    def error_at(self, loc: Loc, detail: str) -> str:
+        """`file:LINE: key.path: message` for the key at `loc`; `detail` is `.key.path: message`."""
+        return at(self.path, loc, detail, self._line_of)
 
 
 def parse_config(data: dict[str, Any], where: str = "<memory>", line_of: LineOf | None = None) -> Config:
@@ -61,7 +67,9 @@ def parse_config(data: dict[str, Any], where: str = "<memory>", line_of: LineOf 
     `line_of` knows it, and the key path."""
     tree = validated_file(ConfigFile, data, where, line_of)
     _check_alert_thresholds(tree, data, where, line_of)
-    return Config.model_validate({**{key: getattr(tree, key) for key in ConfigFile.model_fields}, "path": where})
+    config = Config.model_validate({**{key: getattr(tree, key) for key in ConfigFile.model_fields}, "path": where})
+    config._line_of = line_of
+    return config
 
 
 def _check_alert_thresholds(tree: ConfigFile, data: dict[str, Any], where: str, line_of: LineOf | None) -> None:
