@@ -32,6 +32,7 @@ CATALOG_DIR = ROOT / "app" / "metrics_catalog"
 # Files where a word that is also a metric's name means something else: (the word, what it is there).
 HOMONYMS: dict[str, tuple[str, str]] = {
     "app/config/server.py": ("token", "the API token"),
+    "app/config/load.py": ("token", "the API token (a secret in a readable file)"),
     "app/store/redaction.py": ("token", "the API token"),
 }
 # The threshold's number elsewhere, where it means something else.
