@@ -17,7 +17,7 @@ from kvwatch.app.main import create_app
 from kvwatch.app.services import Services
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.app.store.sqlite import SqliteStore
-from tests.fixtures.web import open_dashboard
+from tests.fixtures.web import open_dashboard, wait_panels
 
 pytestmark = pytest.mark.browser
 HOSTS = tuple(f"node{i:02d}" for i in range(32))
@@ -44,6 +44,7 @@ def fleet(tmp_path: Path, serve_app: Any) -> Iterator[tuple[str, Services]]:
     server = serve_app(create_app(services, manage_collectors=False))
     services.alerts = start_alerting(services, interval=0.2)
     yield server.url, services
+    server.stop()  # before the store closes: a request still in flight must not read a closed store
     services.stop()
 
 
@@ -126,3 +127,4 @@ def test_the_fleet_view_follows_the_stream_s_fleet_events_without_reading_the_fl
     while not any("/api/stream?" in u and "samples_of=node31" in u for u in asked):
         assert time.monotonic() < deadline, "the stream was not reopened for the picked host"
         page.wait_for_timeout(100)
+    wait_panels(page)  # the picked host's views drawn: nothing of the page is still asking

@@ -129,6 +129,7 @@ def test_the_stream_carries_one_host_s_samples_when_asked(tmp_path: Path, serve_
     heard = [(f["event"], json.loads(f["data"]).get("host")) for f in frames
              if f["event"] in ("sample", "alert")]
     assert heard == [("sample", "gpu2"), ("alert", "gpu3"), ("sample", "gpu2")]
+    server.stop()  # before the store closes: the fleet keeper reads it
     services.store.close()
 
 
@@ -149,4 +150,5 @@ def test_the_app_publishes_fleet_events_while_a_page_listens(tmp_path: Path, ser
     assert {row["host"] for row in fleet[0]["rows"]} == set(HOSTS)
     assert fleet[1]["rows"] == [{"host": "gpu3", "queue_req": 77.0, "fresh_at": now}]
     assert time.monotonic() - first_seen < 5
+    server.stop()  # before the store closes: the fleet keeper reads it
     services.store.close()
