@@ -113,42 +113,48 @@ def test_rows_are_read_again_a_share_of_the_fleet_each_tick(tmp_path: Path) -> N
     services.store.close()
 
 
+class Listening:
+    """A served app over `services` and one stream reader (`samples_of` a host) collecting `want` events."""
+
+    def __init__(self, services: Services, serve_app: Any, samples_of: str, want: int) -> None:
+        self.services = services
+        self.server = serve_app(create_app(services, manage_collectors=False))
+        self.frames: list[dict[str, Any]] = []
+        url = f"{self.server.url}/api/stream?samples_of={samples_of}"
+        self.reader = threading.Thread(target=read_events, args=(url, {}, want, self.frames), daemon=True)
+        self.reader.start()
+        wait_until(lambda: services.bus.listened)
+
+    def events(self, *names: str) -> list[tuple[str, dict[str, Any]]]:
+        self.reader.join(10)
+        return [(f["event"], json.loads(f["data"])) for f in self.frames if f["event"] in names]
+
+    def close(self) -> None:
+        self.server.stop()  # before the store closes: the fleet keeper reads it
+        self.services.store.close()
+
+
 def test_the_stream_carries_one_host_s_samples_when_asked(tmp_path: Path, serve_app: Any) -> None:
     services = fleet_services(tmp_path)
-    server = serve_app(create_app(services, manage_collectors=False))
-    frames: list[dict[str, Any]] = []
-    reader = threading.Thread(target=read_events, args=(f"{server.url}/api/stream?samples_of=gpu2", {}, 3, frames),
-                              daemon=True)
-    reader.start()
-    wait_until(lambda: services.bus.listened)
+    listening = Listening(services, serve_app, "gpu2", 3)
     for host in HOSTS:
         services.bus.publish("sample", {"host": host, "points": {"running_req": [[1.0, 1.0]]}})
     services.bus.publish("alert", {"host": "gpu3", "rule": "token_usage_high", "state": "firing"})
     services.bus.publish("sample", {"host": "gpu2", "points": {"running_req": [[2.0, 2.0]]}})
-    reader.join(10)
-    heard = [(f["event"], json.loads(f["data"]).get("host")) for f in frames
-             if f["event"] in ("sample", "alert")]
+    heard = [(event, data.get("host")) for event, data in listening.events("sample", "alert")]
     assert heard == [("sample", "gpu2"), ("alert", "gpu3"), ("sample", "gpu2")]
-    server.stop()  # before the store closes: the fleet keeper reads it
-    services.store.close()
+    listening.close()
 
 
 def test_the_app_publishes_fleet_events_while_a_page_listens(tmp_path: Path, serve_app: Any) -> None:
     services = fleet_services(tmp_path)
-    server = serve_app(create_app(services, manage_collectors=False))
-    frames: list[dict[str, Any]] = []
-    reader = threading.Thread(target=read_events, args=(f"{server.url}/api/stream?samples_of=gpu1", {}, 2, frames),
-                              daemon=True)
-    reader.start()
-    wait_until(lambda: services.bus.listened)
+    listening = Listening(services, serve_app, "gpu1", 2)
     first_seen = time.monotonic()
-    wait_until(lambda: any(f["event"] == "fleet" for f in frames), timeout=5)
+    wait_until(lambda: any(f["event"] == "fleet" for f in listening.frames), timeout=5)
     now = time.time()
     services.bus.publish("sample", {"host": "gpu3", "points": {"queue_req": [[now, 77.0]]}})
-    reader.join(10)
-    fleet = [json.loads(f["data"]) for f in frames if f["event"] == "fleet"]
+    fleet = [data for _, data in listening.events("fleet")]
     assert {row["host"] for row in fleet[0]["rows"]} == set(HOSTS)
     assert fleet[1]["rows"] == [{"host": "gpu3", "queue_req": 77.0, "fresh_at": now}]
     assert time.monotonic() - first_seen < 5
-    server.stop()  # before the store closes: the fleet keeper reads it
-    services.store.close()
+    listening.close()
