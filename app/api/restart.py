@@ -171,8 +171,8 @@ def controller_view(name: str, service: ServiceDep) -> dict[str, Any]:
     return redact_mapping({
         "host": name, "busy": controller.busy, "error": error,
         "launch": None if launch is None else {"program": list(launch.program), "flags": launch.flags},
-        "presets": [{"name": p.name, "description": p.description, "flags": p.flags}
-                    for p in config.presets.values()],
+        "presets": [{"name": name, "description": p.description, "flags": p.flags}
+                    for name, p in config.presets.items()],
         "vetoes": [{"flag": v.flag, "value": v.value, "reason": v.reason} for v in config.vetoes],
         "current": now,
         "run": _run_view(controller),

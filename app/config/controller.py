@@ -1,14 +1,24 @@
 """The controller's tables: `[hosts.presets.NAME]` / `[presets.NAME]`, `[[hosts.vetoes]]` / `[[vetoes]]`
-and `[hosts.restart]` (what they mean: app/controller/policy.py, which turns them into a host's
-ControllerConfig)."""
+and `[hosts.restart]` (what they mean: app/controller/policy.py); and ControllerConfig, what one host's
+controller obeys: those tables themselves, the shared ones laid under the host's own, and the
+restart paths that default from the host."""
 
 from __future__ import annotations
 
+import fnmatch
+import os
+import posixpath
+import re
+import shlex
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from kvwatch.app.config.tables import Positive, Table, Text, invalid, positive
+from kvwatch.app.flags.schema import FlagError, FlagValue, Schema
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
 
 
 class PresetTable(Table):
@@ -30,7 +40,7 @@ class VetoTable(Table):
     """`[[hosts.vetoes]]` or `[[vetoes]]`. Other keys are ignored, as they always were."""
 
     model_config = ConfigDict(extra="ignore")
-    flag: str
+    flag: Annotated[str, AfterValidator(lambda flag: flag.removeprefix("--"))]  # by name, as schemas have it
     reason: Text
     value: Text = "*"
 
@@ -40,6 +50,22 @@ class VetoTable(Table):
         if not isinstance(data, dict) or not isinstance(data.get("flag"), str) or not data.get("reason"):
             invalid("needs `flag` and `reason` (and `value`, a glob; default any value)")
         return data
+
+    def matches(self, schema: Schema, flags: Mapping[str, FlagValue]) -> bool:
+        """Do `flags` (a run's, by canonical name) hold a value this veto rules out?"""
+        try:
+            canonical = schema.resolve(self.flag)[0].name
+        except FlagError:
+            return False  # not a flag of this version: nothing to veto
+        value = flags.get(canonical)
+        if value is None:
+            return False
+        items = value if isinstance(value, list) else [value]
+        return any(fnmatch.fnmatchcase(_text(item), self.value) for item in items)
+
+
+def _text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _restarts(value: Any) -> int:
@@ -91,3 +117,53 @@ class ControllerTables(Table):
     presets: Presets = Field(default_factory=dict)
     vetoes: Vetoes = ()
     restart: RestartTable = Field(default_factory=RestartTable)
+
+
+class ControllerConfig(BaseModel):
+    """What one host's controller obeys (built by app/controller/policy.py's controller_config): its
+    name, launch and server log, its presets and vetoes (shared ones included) and its
+    `[hosts.restart]` table as written. `python`, `state_dir` and `log_dir` are the values in force:
+    worked out from those fields on every read, never stored beside them, so a copy with another
+    launch or table (model_copy, or a new ControllerConfig) cannot keep stale or empty paths."""
+
+    model_config = ConfigDict(frozen=True)
+    host: str
+    launch: str
+    server_log: str | None = None
+    presets: dict[str, PresetTable] = Field(default_factory=dict)
+    vetoes: tuple[VetoTable, ...] = ()
+    restart: RestartTable = Field(default_factory=RestartTable)
+
+    @property
+    def allow_flags(self) -> frozenset[str]:
+        """Guarded flags (app/flags/exposure.py) requests may change."""
+        return self.restart.allow_flags
+
+    @property
+    def python(self) -> str:
+        """`restart.python`, else the launch's own interpreter."""
+        return _launch_python(self.launch) if self.restart.python is None else self.restart.python
+
+    @property
+    def state_dir(self) -> str:
+        """`restart.state_dir`, else a directory named after the host."""
+        return f"~/.kvwatch/{self.host}" if self.restart.state_dir is None else self.restart.state_dir
+
+    @property
+    def log_dir(self) -> str:
+        """`restart.log_dir`, else the server log's directory (the state directory's `logs` without one)."""
+        if self.restart.log_dir is not None:
+            return self.restart.log_dir
+        return posixpath.dirname(self.server_log) if self.server_log else f"{self.state_dir}/logs"
+
+    def veto_for(self, schema: Schema, flags: Mapping[str, FlagValue]) -> VetoTable | None:
+        return next((veto for veto in self.vetoes if veto.matches(schema, flags)), None)
+
+
+def _launch_python(launch: str) -> str:
+    try:
+        tokens = shlex.split(launch)
+    except ValueError:
+        return "python3"
+    program = next((t for t in tokens if not _ASSIGNMENT.fullmatch(t)), "")
+    return program if os.path.basename(program).startswith("python") else "python3"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kvwatch.app.config.controller import RestartTable
 from kvwatch.app.controller.operation import Operation, Target
-from kvwatch.app.controller.policy import RestartSettings
 from kvwatch.app.controller.remote import HelperFailed, RemoteHost
 from kvwatch.app.controller.sinks import Ledger
 from kvwatch.collectors.base import CollectorError
@@ -27,7 +27,7 @@ class BringUp:
     """Mixin: what HostController's worker does with one Target. The controller sets these attributes."""
 
     remote: RemoteHost
-    settings: RestartSettings
+    settings: RestartTable  # the host's [hosts.restart]: its timeouts
     ledger: Ledger
     reconnect_window: float
     clock: Callable[[], float]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from kvwatch.app.config.controller import ControllerConfig
 from kvwatch.app.controller.errors import InvalidFlags, RateLimited, Vetoed
-from kvwatch.app.controller.policy import ControllerConfig
 from kvwatch.app.flags.argv import Launch, merge
 from kvwatch.app.flags.exposure import is_guarded
 from kvwatch.app.flags.schema import FlagError, FlagValue, Schema, ValidationError, normalize

@@ -29,13 +29,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kvwatch.app.config.controller import ControllerConfig
 from kvwatch.app.controller.bringup import BringUp, Interrupted
 from kvwatch.app.controller.coalesce import Coalesced
 from kvwatch.app.controller.errors import Busy, HostUnavailable, InvalidFlags, RestartRefused, StaleRun
 from kvwatch.app.controller.forecast import Forecasts
 from kvwatch.app.controller.operation import Operation, Target, new_run_id
 from kvwatch.app.controller.plan import Problem, StartWindow, plan_flags, plan_problems, shown
-from kvwatch.app.controller.policy import ControllerConfig
 from kvwatch.app.controller.remote import RemoteHost
 from kvwatch.app.controller.sinks import AuditSink, Forecast, Ledger, Outcome, RestartRecord, RunSink
 from kvwatch.app.flags.argv import Launch, parse_launch
@@ -62,7 +62,7 @@ class HostController(BringUp):
         # the prediction kept with each new run (app/diagnosis through the wiring)
         self._forecasts = Forecasts(config.host, forecast, self.current_run)
         self.settings = config.restart
-        self.remote = RemoteHost(connect, self.settings.python, self.settings.state_dir, config.host)
+        self.remote = RemoteHost(connect, config.python, config.state_dir, config.host)
         self.ledger, self.cache = Ledger(config.host, audit, runs, clock), cache
         self.reconnect_window, self.clock, self.sleep = reconnect_window, clock, sleep
         self.last: Operation | None = None
@@ -123,7 +123,7 @@ class HostController(BringUp):
         if pinned != "remote" and self._schema is not None:
             return self._schema
         try:
-            self._schema = (remote_schema(self.remote, self.settings.python, self.cache)
+            self._schema = (remote_schema(self.remote, self.config.python, self.cache)
                             if pinned == "remote" else load_bundled(pinned))
         except (CollectorError, FlagError) as exc:
             raise HostUnavailable(f"{self.name}: cannot read sglang's flags: {exc}") from exc
@@ -308,7 +308,7 @@ class HostController(BringUp):
 
     def _log_path(self, token: str) -> str:
         """A new log file per start, named by the operation (never by anything a request chose)."""
-        return run_log_path(self.settings.log_dir, self.name, token)
+        return run_log_path(self.config.log_dir, self.name, token)
 
     def _target(self, run_id: str, flags: dict[str, FlagValue], log_path: str) -> Target:
         schema = self._schema or self.schema()  # the one this request was validated against

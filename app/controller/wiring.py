@@ -12,7 +12,8 @@ import time
 from typing import Any
 
 from kvwatch.app.config import Config, HostConfig
-from kvwatch.app.controller.policy import ControllerConfig, controller_config
+from kvwatch.app.config.controller import ControllerConfig
+from kvwatch.app.controller.policy import controller_config
 from kvwatch.app.controller.restart import HostController
 from kvwatch.app.controller.sinks import RestartRecord
 from kvwatch.app.diagnosis.accuracy import changes_from, keep_prediction

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kvwatch.app.controller.policy import ControllerConfig
+from kvwatch.app.config.controller import ControllerConfig
 from kvwatch.app.controller.restart import HostController
 from kvwatch.collectors.base import Transport
 from kvwatch.collectors.local import LocalTransport

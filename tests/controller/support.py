@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kvwatch.app.controller.policy import ControllerConfig, parse_controller_config
+from kvwatch.app.config.controller import ControllerConfig
+from kvwatch.app.controller.policy import parse_controller_config
 from kvwatch.app.controller.sinks import RestartRecord
 from kvwatch.app.flags.schema import FlagValue
 

@@ -24,7 +24,7 @@ def state_dir(root: Path) -> str:
     host = demo_config(world(root), root).hosts[0]
     config = controller_config(host, Config(hosts=(host,)))
     assert config is not None
-    return config.restart.state_dir
+    return config.state_dir
 
 
 def test_two_demos_keep_their_controllers_apart(tmp_path: Path) -> None:

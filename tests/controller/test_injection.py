@@ -77,8 +77,7 @@ def test_the_owners_launch_values_reach_the_server_verbatim(tmp_path: Path, cont
     value = f"a;touch {pwned}|$(touch {pwned})`touch {pwned}`'\"*"
     table_env = f"FAKE_ARGV_LOG={marker}"
     config = make_config(tmp_path, free_port(), env=table_env)
-    config = type(config)(host=config.host, launch=config.launch + f" --served-model-name {_sh_quote(value)}",
-                          presets=config.presets, vetoes=config.vetoes, restart=config.restart)
+    config = config.model_copy(update={"launch": config.launch + f" --served-model-name {_sh_quote(value)}"})
     controller = controllers(config)
     controller.begin("owner", flags={"decode-log-interval": 10})
     done = controller.wait(120)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kvwatch.app.config.controller import ControllerConfig
 from kvwatch.app.controller.errors import InvalidFlags, Vetoed
 from kvwatch.app.controller.plan import Problem, plan_flags, plan_problems
-from kvwatch.app.controller.policy import ControllerConfig
 from kvwatch.app.flags.argv import Launch, parse_launch
 from kvwatch.app.flags.schema import Schema, load_bundled
 from tests.controller.support import make_config

@@ -60,9 +60,10 @@ def test_the_documented_example_parses() -> None:
     assert set(config.presets) == {"quiet-logs", "default-085", "bf16-hicache-088", "fp8-hicache-090"}
     assert config.presets["default-085"].description.startswith("116K")
     assert [v.flag for v in config.vetoes] == ["enable-torch-compile", "kv-cache-dtype"]
-    assert config.restart.python == "/opt/sglang/bin/python"  # the launch's own interpreter
-    assert config.restart.state_dir == "~/.kvwatch/gpu1"
-    assert config.restart.log_dir == "/data/eagle3/synth_100k/logs"
+    assert config.python == "/opt/sglang/bin/python"  # the launch's own interpreter
+    assert config.state_dir == "~/.kvwatch/gpu1"
+    assert config.log_dir == "/data/eagle3/synth_100k/logs"
+    assert config.restart.python is None  # the table as written: the default is the host's
     assert config.restart.stop_timeout == 90
     assert config.restart.max_restarts == 5
     assert config.restart.ready_timeout == 1800
@@ -95,8 +96,8 @@ def test_a_boolean_veto_matches_true() -> None:
 
 
 def test_the_example_presets_are_valid_flags_of_0_5_23() -> None:
-    for preset in EXAMPLE_PRESETS:
-        assert normalize(SCHEMA, preset.flags)[1] == [], preset.name
+    for name, preset in EXAMPLE_PRESETS.items():
+        assert normalize(SCHEMA, preset.flags)[1] == [], name
 
 
 def test_no_launch_means_no_controller() -> None:

@@ -27,8 +27,7 @@ def test_new_flags_give_a_new_run_with_the_new_capacity(sshd, tmp_path: Path, co
     sinks, port = MemorySinks(), free_port()
     env = f"PYTHONPATH={ROOT} SIM_ARGS='--sim-speed 20 --sim-drain-timeout 5'"
     config = make_config(tmp_path, port, server=str(LAUNCHER), env=env, stop_timeout=30)
-    config = type(config)(host=config.host, launch=config.launch + " --tp 8 --trust-remote-code",
-                          presets=config.presets, vetoes=config.vetoes, restart=config.restart)
+    config = config.model_copy(update={"launch": config.launch + " --tp 8 --trust-remote-code"})
     controller = controllers(config, connect=sshd.connect, sinks=sinks)
     first = controller.begin("ssh", flags={"mem-fraction-static": 0.85})
     assert controller.wait(180) is first

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kvwatch.app.controller.policy import ControllerConfig, Veto
+from kvwatch.app.config.controller import ControllerConfig, VetoTable
 from kvwatch.app.diagnosis import diagnose
 from kvwatch.app.diagnosis.wording import num, share_of
 from kvwatch.app.flags.schema import bundled_versions, load_bundled
@@ -49,8 +49,8 @@ def test_every_evidence_item_has_its_numbers_and_the_diagnosis_one_sentence() ->
         assert item["fact"] and item["numbers"][item["metric"]] == item["value"]
 
 
-def _vetoes(*vetoes: Veto) -> Any:
-    config = ControllerConfig("gpu1", "python -m sglang.launch_server", vetoes=vetoes)
+def _vetoes(*vetoes: VetoTable) -> Any:
+    config = ControllerConfig(host="gpu1", launch="python -m sglang.launch_server", vetoes=vetoes)
     schema = load_bundled(bundled_versions()[-1])
 
     def check(flags: dict[str, Any]) -> tuple[str, ...]:
@@ -68,7 +68,8 @@ def test_a_vetoed_value_is_never_suggested_and_the_others_carry_their_effect() -
     snapshot = window(series, flags={"mem-fraction-static": 0.88, "kv-cache-dtype": "auto"})
     free = diagnose(snapshot, predictor)
     assert {"kv-cache-dtype": "fp8_e4m3"} in [s["flags"] for s in free.suggestions]
-    vetoes = _vetoes(Veto("kv-cache-dtype", "fp8*", "quality"), Veto("mem-fraction-static", "0.9", "OOM seen"))
+    vetoes = _vetoes(VetoTable(flag="kv-cache-dtype", value="fp8*", reason="quality"),
+                     VetoTable(flag="mem-fraction-static", value="0.9", reason="OOM seen"))
     vetoed = diagnose(snapshot, predictor, vetoes)
     flags = [s["flags"] for s in vetoed.suggestions if s["flags"]]
     assert flags and all(not vetoes(f) for f in flags)

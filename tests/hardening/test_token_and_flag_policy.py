@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from kvwatch.app.config.controller import ControllerConfig
 from kvwatch.app.controller.errors import InvalidFlags, Vetoed
 from kvwatch.app.controller.plan import plan_flags
-from kvwatch.app.controller.policy import ControllerConfig, parse_controller_config
+from kvwatch.app.controller.policy import parse_controller_config
 from kvwatch.app.errors import ConfigError
 from kvwatch.app.flags.argv import Launch, parse_launch
 from kvwatch.app.flags.schema import load_bundled
