@@ -1,6 +1,6 @@
 """A host's own series from its parts' samples (DP ranks, GPUs, output files), by the metric catalog.
 
-Each part's latest value is kept per metric; every new part sample emits the host's sample combined
+Each part's latest value is kept per metric; the part samples of one instant emit the host's sample combined
 by the catalog's rule over the parts still live (app/metrics_catalog/combine.py decides when a part
 went silent), plus the catalog's extra series (`gpu_temp_c_max`: the hottest GPU).
 """
@@ -74,6 +74,10 @@ class RankAggregator:
     def seed(self, metric: str, rank: str, value: float) -> None:
         """Know a part's value without emitting (an output file already counted before a restart)."""
         self._of(metric).latest[rank] = value
+
+    def host_series(self, metric: str) -> list[tuple[str, str]]:
+        """The host's series a part's sample of `metric` combines into (the metric and its extras)."""
+        return [(metric, ""), *((f"{metric}_{extra.suffix}", "") for extra in self._of(metric).entry.extras)]
 
     def host_samples(self, samples: list[Sample]) -> list[Sample]:
         """One host sample per metric and instant: parts sampled at the same time (the 8 GPUs of one

@@ -86,6 +86,14 @@ class HostBounds:
         self._refused(len(samples) - len(kept))
         return kept
 
+    def reserve(self, series: list[tuple[str, str]]) -> None:
+        """Admit these series now if they fit, storing nothing yet: a host value combined later keeps
+        the place its first part had, ahead of the parts' series that come after."""
+        with self._lock:
+            for one in series:
+                if one not in self._series and len(self._series) < self.limits.max_series:
+                    self._series.add(one)
+
     def count_dropped(self, samples: int) -> None:
         """Samples of a series refused by max_series, counted where a bulk batch refuses them at once."""
         with self._lock:

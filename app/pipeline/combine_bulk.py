@@ -1,6 +1,6 @@
 """The host's series from its ranks over a whole backlog batch at once: RankAggregator's rule in arrays.
 
-Per-line, every part sample emits the host's value combined (catalog rule) over each live part's
+Live, the part samples of one instant emit the host's value combined (catalog rule) over each live part's
 latest value. Here, for one metric, the parts' samples are merged in arrival order, each part's
 latest value and last-heard time at every position are forward-filled (a matrix, positions x parts,
 starting from the aggregator's carried state), parts silent past their limit are masked out, and

@@ -4,7 +4,7 @@ the live path, one host's records to rows with the host's own series combined as
 `live_rows` is the whole per-record step: bound the record's fields, make its samples or event
 (`record_rows`), check its stamp against the source's watermark (app/pipeline/watermark.py), prefix
 /metrics series, then keep only series the host may still add (app/pipeline/bounds.py) and follow
-each ranked sample with the host's value combined by the metric catalog's rule
+the ranked samples of one instant with the host's value combined by the metric catalog's rule
 (app/pipeline/aggregate.py). What it remembers between deliveries is all in `LiveState`, passed in,
 so a test (or another caller) sees every input and every effect. The backlog path
 (app/pipeline/columns.py) shares the state's bounds and aggregator and `record_rows`' naming, not
@@ -125,6 +125,7 @@ def live_rows(records: Iterable[Record], state: LiveState, source: str, path: st
     stamp is UTC. `prefix`: put before every metric name (/metrics series stay apart from the log's).
     """
     rows = Rows([], [])
+    instant: list[Sample] = []  # kept ranked samples of the records at one time, not yet combined
     for record in records:
         read_at = time.time() if now is None else now
         samples, events = record_rows(state.bounds.record(record), read_at, clock)
@@ -132,13 +133,27 @@ def live_rows(records: Iterable[Record], state: LiveState, source: str, path: st
         samples, events = state.stamps.filter(source, path, line, samples, events, read_at)
         if prefix:
             samples = [s._replace(metric=prefix + s.metric) for s in samples]
-        # per record, not per delivery: a host value follows the part samples it combines
-        rows.samples.extend(with_host_samples(samples, state))
+        kept = state.bounds.samples(samples)
+        ranked = [s for s in kept if s.rank]
+        # The parts of one instant (the 8 GPUs of a tick) are combined once, after the last of them:
+        # per record, the host would get 8 values a tick, the first ones mixing new and old parts.
+        if instant and ranked and ranked[0].t != instant[0].t:
+            rows.samples.extend(_combined(instant, state))
+            instant = []
+        rows.samples.extend(kept)
+        if ranked:
+            state.bounds.reserve([series for s in ranked for series in state.aggregator.host_series(s.metric)])
+            instant += ranked
         rows.events.extend(events)
+    rows.samples.extend(_combined(instant, state))
     return rows
+
+
+def _combined(ranked: list[Sample], state: LiveState) -> list[Sample]:
+    return state.bounds.samples(state.aggregator.host_samples(ranked)) if ranked else []
 
 
 def with_host_samples(samples: list[Sample], state: LiveState) -> list[Sample]:
     """The samples the host's series bound admits, then the host values their ranked ones combine to."""
     kept = state.bounds.samples(samples)
-    return kept + state.bounds.samples(state.aggregator.host_samples(kept))
+    return kept + _combined([s for s in kept if s.rank], state)

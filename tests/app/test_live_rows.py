@@ -29,16 +29,33 @@ def decode(line: int, dp: int, running: int, usage: float, ts: str = STAMP) -> R
             "running_req": running, "token_usage": usage}
 
 
-def test_two_dp_ranks_each_followed_by_the_host_value_combined_by_the_catalog() -> None:
+def test_two_dp_ranks_at_one_instant_are_followed_once_by_the_host_value_combined_by_the_catalog() -> None:
     rows = live_rows([decode(1, 0, 10, 0.4), decode(2, 1, 30, 0.9)], LiveState(), "server_log", "/log", now=NOW)
     assert rows == Rows([
         Sample("running_req", "DP0", T, 10.0), Sample("token_usage", "DP0", T, 0.4),
-        Sample("running_req", "", T, 10.0), Sample("token_usage", "", T, 0.4),
-        # the catalog: running requests add up over the ranks, token usage is the fullest rank's
         Sample("running_req", "DP1", T, 30.0), Sample("token_usage", "DP1", T, 0.9),
+        # the catalog: running requests add up over the ranks, token usage is the fullest rank's;
+        # no partial value (DP0 alone, 10 requests) is stored for the host at T
         Sample("running_req", "", T, 40.0), Sample("token_usage", "", T, 0.9),
     ], [])
-    assert [(s.metric, s.v) for s in rows.host_samples][-2:] == [("running_req", 40.0), ("token_usage", 0.9)]
+
+
+def test_ranks_at_different_instants_each_give_the_host_a_value_at_their_own_time() -> None:
+    later = "2026-01-01T00:00:02"
+    rows = live_rows([decode(1, 0, 10, 0.4), decode(2, 1, 30, 0.9, later)], LiveState(), "server_log", "/log", now=NOW)
+    assert rows.host_samples == [Sample("running_req", "", T, 10.0), Sample("token_usage", "", T, 0.4),
+                                 Sample("running_req", "", T + 1, 40.0), Sample("token_usage", "", T + 1, 0.9)]
+
+
+def test_the_eight_gpus_of_one_nvidia_smi_tick_give_one_host_value_per_series() -> None:
+    parser = create_parser("nvidia-smi")
+    lines = [f"2026/01/01 00:00:01.000, {g}, {90 + g}, 1000, 80000, 500.0, {60 + g}" for g in range(8)]
+    records = [r for n, text in enumerate(lines) for r in parser.feed(n, text)]
+    rows = live_rows(records, LiveState(), "gpu", "gpu", now=NOW)
+    host = [(s.metric, s.v) for s in rows.host_samples]
+    assert len(host) == len({metric for metric, _ in host})  # one value a series at that instant
+    assert ("gpu_mem_used_mib_total", 8000.0) in host and ("gpu_temp_c_max", 67.0) in host
+    assert len([s for s in rows.samples if s.rank]) == 8 * 5
 
 
 def test_the_ranks_latest_values_carry_over_to_the_next_call_through_the_state() -> None:
@@ -112,8 +129,10 @@ def test_a_host_at_its_series_bound_keeps_its_known_series_and_counts_the_new_on
     state = LiveState(bounds=HostBounds(Limits(max_series=2)))
     first: Record = {"kind": "decode", "line": 1, "ts": STAMP, "tags": {"DP": 0}, "running_req": 10}
     rows = live_rows([first, decode(2, 0, 11, 0.4)], state, "server_log", "/log", now=NOW)
-    assert rows.samples == [Sample("running_req", "DP0", T, 10.0), Sample("running_req", "", T, 10.0),
-                            Sample("running_req", "DP0", T, 11.0), Sample("running_req", "", T, 11.0)]
+    # two lines of DP0 in one second: the host's value at that instant is the later one, and the host's
+    # series keeps the place its first part gave it (DP0's token_usage is the one over the bound)
+    assert rows.samples == [Sample("running_req", "DP0", T, 10.0), Sample("running_req", "DP0", T, 11.0),
+                            Sample("running_req", "", T, 11.0)]
     assert state.bounds.as_dict()["samples"] == 1  # token_usage of DP0: a third series
 
 
