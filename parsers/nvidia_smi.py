@@ -16,6 +16,7 @@ after the GPU read normally in between.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import ClassVar
 
@@ -53,6 +54,11 @@ def _column_name(cell: str) -> str:
 
 def _cell_value(cell: str) -> Value:
     """`100 %` -> 100, `39287 MiB` -> 39287: nvidia-smi's units go, percent stays a percent."""
+    if cell.isascii() and cell.replace(".", "", 1).isdigit():  # the collector's own `97`, `687.74`
+        if cell.isdigit():
+            return int(cell)
+        if math.isfinite(as_float := float(cell)):
+            return as_float
     number, _, unit = cell.partition(" ")
     value = field_value(number) if unit and " " not in unit else None
     if isinstance(value, int | float) and not isinstance(value, bool):

@@ -84,18 +84,28 @@ class RankAggregator:
         nvidia-smi tick, the output files read in one pass) are combined once all of them are in, not
         once per part, which would store partial combinations (a mean over 3 new and 5 old GPUs) at
         that instant, for charts and rates to read."""
-        out: dict[tuple[str, float], list[Sample]] = {}
+        out: list[Sample] = []
+        instant: dict[str, Sample] = {}  # metric -> its last part sample at the current time
         for sample in samples:
-            if sample.rank:
-                out[(sample.metric, sample.t)] = self._host(sample)  # the last one holds every part
-        return [host for combined in out.values() for host in combined]
+            if not sample.rank:
+                continue
+            if instant and sample.t != next(iter(instant.values())).t:  # an earlier instant is complete
+                out += [host for last in instant.values() for host in self._combined(last)]
+                instant = {}
+            self._observe(sample)
+            instant[sample.metric] = sample
+        return out + [host for last in instant.values() for host in self._combined(last)]
 
-    def _host(self, sample: Sample) -> list[Sample]:
+    def _observe(self, sample: Sample) -> None:
+        parts = self._of(sample.metric)
+        parts.observe(sample.rank, sample.t, sample.v)
+        if parts.entry.drops_silent and sample.t > parts.next_check:
+            parts.drop_silent(sample.t)
+
+    def _combined(self, sample: Sample) -> list[Sample]:
+        """The host's values of `sample`'s metric at its time, over the parts' latest values."""
         parts = self._of(sample.metric)
         entry = parts.entry
-        parts.observe(sample.rank, sample.t, sample.v)
-        if entry.drops_silent and sample.t > parts.next_check:
-            parts.drop_silent(sample.t)
         values = list(parts.latest.values())
         weights = None
         if entry.weight is not None:

@@ -86,6 +86,9 @@ class HostBounds:
         self._refused(len(samples) - len(kept))
         return kept
 
+    def knows(self, series: tuple[str, str]) -> bool:
+        return series in self._series
+
     def reserve(self, series: list[tuple[str, str]]) -> None:
         """Admit these series now if they fit, storing nothing yet: a host value combined later keeps
         the place its first part had, ahead of the parts' series that come after."""

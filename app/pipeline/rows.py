@@ -142,7 +142,9 @@ def live_rows(records: Iterable[Record], state: LiveState, source: str, path: st
             instant = []
         rows.samples.extend(kept)
         if ranked:
-            state.bounds.reserve([series for s in ranked for series in state.aggregator.host_series(s.metric)])
+            unknown = [s.metric for s in ranked if not state.bounds.knows((s.metric, ""))]
+            if unknown:
+                state.bounds.reserve([series for metric in unknown for series in state.aggregator.host_series(metric)])
             instant += ranked
         rows.events.extend(events)
     rows.samples.extend(_combined(instant, state))

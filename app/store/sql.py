@@ -35,6 +35,8 @@ class SqlStore:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
+        self._catalogued: set[tuple[str, str, str]] | None = None
+        self._catalog_pending: set[tuple[str, str, str]] = set()  # named in the open transaction
 
     # -- what a dialect provides -------------------------------------------------------------
     def _run(self, sql: str, params: Sequence[Any] = ()) -> Rows:
@@ -106,36 +108,46 @@ class SqlStore:
     # -- writing ----------------------------------------------------------------------------
     def commit(self, batch: Batch) -> None:
         with self._transaction():
-            if batch.samples:
-                self._insert_samples(batch.host, batch.samples)
-                self._run_many(UPSERT_ROLLUP, bucket_rows(batch.host, batch.samples))
-                self._run_many(
-                    "INSERT INTO series_catalog (host, metric, rank) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                    sorted({(batch.host, s.metric, s.rank) for s in batch.samples}),
-                )
-            if batch.columns:
-                self._commit_columns(batch.host, batch.columns)
-            if batch.events:
-                self._run_many(
-                    "INSERT INTO events (host, source, kind, t, line, data) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(batch.host, batch.source, e.kind, e.t, e.line, json.dumps(redact(e.data)))
-                     for e in batch.events],
-                )
-            if batch.state is not None:
-                self._run(
-                    "INSERT INTO tail_state (host, source, path, state) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT (host, source, path) DO UPDATE SET state = excluded.state",
-                    (batch.host, batch.source, batch.path, json.dumps(batch.state)),
-                )
+            self._write_batch(batch)
+
+    def _write_batch(self, batch: Batch) -> None:
+        """The batch's rows and resume state, inside a transaction the caller holds."""
+        if batch.samples:
+            self._insert_samples(batch.host, batch.samples)
+            self._run_many(UPSERT_ROLLUP, bucket_rows(batch.host, batch.samples))
+            self._catalog({(batch.host, s.metric, s.rank) for s in batch.samples})
+        if batch.columns:
+            self._commit_columns(batch.host, batch.columns)
+        if batch.events:
+            self._run_many(
+                "INSERT INTO events (host, source, kind, t, line, data) VALUES (?, ?, ?, ?, ?, ?)",
+                [(batch.host, batch.source, e.kind, e.t, e.line, json.dumps(redact(e.data)))
+                 for e in batch.events],
+            )
+        if batch.state is not None:
+            self._run(
+                "INSERT INTO tail_state (host, source, path, state) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (host, source, path) DO UPDATE SET state = excluded.state",
+                (batch.host, batch.source, batch.path, json.dumps(batch.state)),
+            )
 
     def _commit_columns(self, host: str, columns: list[chunks.SeriesColumns]) -> None:
         filled = [col for col in columns if len(col.t)]
         self._run_many(chunks.INSERT_CHUNK, [chunks.chunk_row(host, col) for col in filled])
         self._run_many(rollup_chunks.INSERT, [row for col in filled for row in chunks.column_buckets(host, col)])
-        self._run_many(
-            "INSERT INTO series_catalog (host, metric, rank) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            sorted({(host, col.metric, col.rank) for col in filled}),
-        )
+        self._catalog({(host, col.metric, col.rank) for col in filled})
+
+    def _catalog(self, series: set[tuple[str, str, str]]) -> None:
+        """Name the series in `series_catalog`. A dialect that knows when its transactions commit keeps
+        the committed names (`_catalogued`), so a host's known series cost nothing per batch."""
+        if self._catalogued is not None:
+            series = series - self._catalogued - self._catalog_pending
+            self._catalog_pending |= series
+        if series:
+            self._run_many(
+                "INSERT INTO series_catalog (host, metric, rank) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                sorted(series),
+            )
 
     def put_document(self, kind: str, key: str, host: str, t: float, data: dict[str, Any]) -> None:
         with self._transaction():

@@ -7,7 +7,8 @@ instead of failing a collector hours later. It reads every page (about 1 s a GiB
 matters: after an unclean shutdown, which leaves the write-ahead log behind (a clean close of the last
 connection removes it; another process using the store also keeps it, and then the check just runs).
 
-Readers never wait behind the writer: the collectors' commits hold the writer connection (and its
+Commits of many hosts at once share a transaction (app/store/group_commit.py). Readers never wait
+behind the writer: the collectors' commits hold the writer connection (and its
 lock) for a whole batch, while a read (an API request's, an alert evaluation's) runs on one of a few
 shared read-only connections on the write-ahead log (app/store/sqlite_readers.py), which sees the last
 committed batch.
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from kvwatch.app.errors import KvwatchError
+from kvwatch.app.store.base import Batch
+from kvwatch.app.store.group_commit import GroupCommit
 from kvwatch.app.store.sql import Rows, SqlStore
 from kvwatch.app.store.sqlite_readers import ReaderPool
 
@@ -51,6 +54,8 @@ class SqliteStore(SqlStore):
     def __init__(self, path: str) -> None:
         super().__init__()
         self.path = path
+        self._group = GroupCommit(self._lock, self._transaction, self._write_batch)
+        self._catalogued = set()
         self._readers = ReaderPool(path)
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -81,6 +86,9 @@ class SqliteStore(SqlStore):
                 f" a new store, or salvage it: sqlite3 {self.path} .recover | sqlite3 recovered.db"
             )
 
+    def commit(self, batch: Batch) -> None:
+        self._group.commit(batch)
+
     def _run(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         return self._db.execute(sql, params).fetchall()
 
@@ -109,9 +117,13 @@ class SqliteStore(SqlStore):
             except BaseException:
                 # A failed COMMIT (disk full) leaves the transaction open; a statement error may
                 # have ended it already. Either way the next BEGIN must start clean.
+                self._catalog_pending.clear()
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 raise
+            if self._catalogued is not None:
+                self._catalogued |= self._catalog_pending
+            self._catalog_pending.clear()
 
     def close(self) -> None:
         with self._lock:

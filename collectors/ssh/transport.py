@@ -80,6 +80,11 @@ class GcmFirstTransport(paramiko.Transport):
         *(c for c in paramiko.Transport._preferred_ciphers  # type: ignore[attr-defined]  # not in stubs
           if not c.endswith("-gcm@openssh.com")),
     )
+    # paramiko's reader thread wakes every 0.1 s while the connection is quiet, to look for a close,
+    # a keepalive or a rekey due: 256 hosts made 2,560 wake-ups a second, each taking the interpreter
+    # lock from the threads that parse and store (bench/collect_fleet.py). Data still wakes it at once;
+    # a close is noticed within this, and keepalives are seconds apart anyway.
+    _active_check_timeout = 1.0
 
 
 def open_client(target: SshTarget, opts: SshOptions, sock: object | None = None) -> paramiko.SSHClient:

@@ -141,3 +141,12 @@ def test_the_batch_builder_stores_exactly_the_live_rows() -> None:
     batch = BatchBuilder("gpu1").from_records("server_log", "/log", records)
     rows = live_rows(records, LiveState(), "server_log", "/log")
     assert (batch.samples, batch.events) == (rows.samples, rows.events)
+
+
+def test_one_part_at_two_times_in_one_call_gives_the_host_each_times_own_value() -> None:
+    from kvwatch.app.pipeline.aggregate import RankAggregator
+
+    samples = [Sample("completions", "/p/B2/out.jsonl", T, 10.0), Sample("completions", "/p/B6/out.jsonl", T, 5.0),
+               Sample("completions", "/p/B2/out.jsonl", T + 300, 310.0)]
+    assert RankAggregator().host_samples(samples) == [Sample("completions", "", T, 15.0),
+                                                      Sample("completions", "", T + 300, 315.0)]
