@@ -8,12 +8,12 @@ what to follow, how often, and `StoreSink` (parse, commit with offsets, publish)
 from __future__ import annotations
 
 import dataclasses
-import posixpath
 from collections.abc import Callable
 from typing import Any
 
 from kvwatch.app.bus import EventBus
 from kvwatch.app.config import HostConfig
+from kvwatch.app.config.controller import ControllerConfig
 from kvwatch.app.pipeline.sink import StoreSink
 from kvwatch.app.runs.logs import run_log_path
 from kvwatch.app.store.base import Store
@@ -96,5 +96,7 @@ def host_sources(host: HostConfig) -> list[SourceSpec]:
 
 
 def _run_logs(host: HostConfig) -> str:
-    log_dir = host.restart.log_dir or posixpath.dirname(host.server_log)
-    return run_log_path(log_dir, host.name, "*")
+    """Where the controller's restarts log: the directory its own config works out (one rule)."""
+    controller = ControllerConfig(host=host.name, launch=host.launch or "", server_log=host.server_log,
+                                  restart=host.restart)
+    return run_log_path(controller.log_dir, host.name, "*")
