@@ -124,10 +124,13 @@ export function setTrace(element, index, points) {
   setTraces(element, [points], [index]);
 }
 
-// Every trace of a chart in one restyle (one redraw).
+// Every trace of a chart in one update (one redraw). A restyle of x alone would clear the axis type
+// (plotly guesses it again from the data: "linear" on a chart with no points, so a zoom there gave
+// -1..6); naming the type in the same update keeps the date axis.
 export function setTraces(element, pointLists, indices) {
   pointLists = pointLists.map((points, i) => gapped(element, indices[i], points));
-  Plotly.restyle(element, { x: pointLists.map(toX), y: pointLists.map((p) => p.map(([, v]) => v)) }, indices);
+  Plotly.update(element, { x: pointLists.map(toX), y: pointLists.map((p) => p.map(([, v]) => v)) },
+                { "xaxis.type": "date" }, indices);
   element.received += pointLists.reduce((sum, p) => sum + p.length, 0);
 }
 

@@ -166,6 +166,22 @@ def test_lines_break_at_gaps_and_an_empty_chart_keeps_its_date_axis_on_zoom(
     assert "from=" not in page.url
 
 
+def test_a_refill_of_an_empty_chart_keeps_its_date_axis(still: tuple[Services, str], page: Any) -> None:
+    """A refill (a host picked, a window fetched) sets every trace's points again. Plotly forgets an
+    axis type when x is restyled, and on a chart with no points it then guesses "linear": a zoom made
+    right after the refill, before the next live range, came back as -1..6 (a CI failure, 2026-12-06)."""
+    _, url = still
+    open_page(page, f"{url}/?host=local")
+    page.wait_for_function("document.getElementById('chart-gpu-util').layout.xaxis.type === 'date'")
+    kept = page.evaluate("""async () => {
+        const charts = await import("/static/charts.js");
+        const chart = document.getElementById("chart-gpu-util");
+        charts.setTraces(chart, chart.data.map(() => []), chart.data.map((_, i) => i));
+        return [chart.layout.xaxis.type, chart._fullLayout.xaxis.type];
+    }""")
+    assert kept == ["date", "date"]
+
+
 def test_no_horizontal_overflow_on_a_phone(still: tuple[Services, str], page: Any) -> None:
     _, url = still
     open_page(page, f"{url}/?host=local&range=1h", width=390, height=844)
