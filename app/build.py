@@ -26,8 +26,9 @@ from kvwatch.app.config.files import check_host_files
 from kvwatch.app.controller.restart import HostController
 from kvwatch.app.controller.wiring import build_controllers
 from kvwatch.app.errors import ConfigError
+from kvwatch.app.owners import this_owner
 from kvwatch.app.pipeline.collector import HostCollector
-from kvwatch.app.pipeline.heartbeat import Heartbeat, claim_hosts, this_owner
+from kvwatch.app.pipeline.heartbeat import Heartbeat, claim_hosts
 from kvwatch.app.pipeline.relay import StoreRelay
 from kvwatch.app.pipeline.retention import DAY_S, Retention
 from kvwatch.app.services import Registries, Services

@@ -28,7 +28,8 @@ from kvwatch.app.compare.settings import record_min_steady
 from kvwatch.app.config import Config, ServerConfig, load_config
 from kvwatch.app.controller.swap import ControllerSwap, plan_swap
 from kvwatch.app.errors import KvwatchError
-from kvwatch.app.pipeline.heartbeat import claim_hosts, this_owner
+from kvwatch.app.owners import this_owner
+from kvwatch.app.pipeline.heartbeat import claim_hosts
 from kvwatch.app.services import Services
 
 log = logging.getLogger(__name__)

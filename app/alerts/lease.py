@@ -17,7 +17,8 @@ import secrets
 import time
 from typing import Any
 
-from kvwatch.app.pipeline.heartbeat import owner_alive, this_owner
+from kvwatch.app.owners import this_owner
+from kvwatch.app.pipeline.heartbeat import owner_alive
 from kvwatch.app.store.base import Store
 
 log = logging.getLogger(__name__)

@@ -72,8 +72,8 @@ class RemoteHost:
             raise HelperFailed(f"helper {op} failed (exit {result.exit_status}): {err[0]}")
         return answer
 
-    def lease(self, op_id: str, lease_s: float) -> dict[str, Any]:
-        return self.call("lease", op_id, str(lease_s))
+    def lease(self, op_id: str, lease_s: float, owner: str = "") -> dict[str, Any]:
+        return self.call("lease", op_id, str(lease_s), *([owner] if owner else []))
 
     def release(self, op_id: str) -> dict[str, Any]:
         return self.call("release", op_id)

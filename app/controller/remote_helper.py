@@ -4,8 +4,10 @@ Standard library only, Linux /proc only. Every value arrives as one positional a
 transport quotes each for the remote shell); nothing here goes through a shell. Each call prints one
 JSON object. Ops (all under STATE, the host's kvwatch state directory):
 
-    lease   STATE OP_ID LEASE_S     take the per-host lease (mkdir is atomic); re-entrant for OP_ID;
-                                    an expired lease is taken over by an atomic rename
+    lease   STATE OP_ID LEASE_S [OWNER]
+                                    take the per-host lease (mkdir is atomic); re-entrant for OP_ID;
+                                    an expired lease is taken over by an atomic rename; OWNER names
+                                    the kvwatch process (hostname:pid) for the next one to judge
     release STATE OP_ID
     status  STATE HOST PORT         the recorded server, whether it is ours and alive, port, good flags
     stop    STATE TIMEOUT           SIGTERM to the recorded process group, SIGKILL after TIMEOUT s,
@@ -114,7 +116,7 @@ def port_open(host: str, port: int) -> bool:
         return False
 
 
-def op_lease(state: str, op_id: str, lease_s: str) -> dict[str, Any]:
+def op_lease(state: str, op_id: str, lease_s: str, owner: str = "") -> dict[str, Any]:
     lease = os.path.join(state, "lease")
     for _ in range(2):
         try:
@@ -139,9 +141,9 @@ def op_lease(state: str, op_id: str, lease_s: str) -> dict[str, Any]:
                 return {"ok": False, "holder": holder}
             shutil.rmtree(stale, ignore_errors=True)
             continue
-        owner = {"op_id": op_id, "at": time.time(), "lease_s": float(lease_s), "pid": os.getpid()}
-        write_json(os.path.join(lease, "owner.json"), owner)
-        return {"ok": True, "holder": owner}
+        holder = {"op_id": op_id, "at": time.time(), "lease_s": float(lease_s), "pid": os.getpid(), "owner": owner}
+        write_json(os.path.join(lease, "owner.json"), holder)
+        return {"ok": True, "holder": holder}
     return {"ok": False, "holder": None}
 
 

@@ -41,6 +41,7 @@ from kvwatch.app.controller.sinks import AuditSink, Forecast, Ledger, Outcome, R
 from kvwatch.app.flags.argv import Launch, parse_launch
 from kvwatch.app.flags.remote import DEFAULT_CACHE, SchemaCache, remote_schema
 from kvwatch.app.flags.schema import FlagError, FlagValue, Schema, ValidationError, load_bundled
+from kvwatch.app.owners import ended_here, this_owner
 from kvwatch.app.runs.logs import run_log_path
 from kvwatch.app.runs.model import Run
 from kvwatch.collectors.base import CollectorError, Transport
@@ -247,11 +248,13 @@ class HostController(BringUp):
 
     def _take_lease(self, op: Operation) -> None:
         lease_s = self.settings.stop_timeout + 2 * self.settings.ready_timeout + self.reconnect_window + 120
-        answer = self.remote.lease(op.op_id, lease_s)
+        answer = self.remote.lease(op.op_id, lease_s, this_owner())
         holder = answer.get("holder") or {}
-        if not answer.get("ok") and holder.get("op_id") in self._own_ops:
-            self.remote.release(str(holder["op_id"]))  # our own, left by an interrupted operation
-            answer = self.remote.lease(op.op_id, lease_s)
+        # Our own, left by an interrupted operation; or a kvwatch on this machine that ended (kill -9)
+        # while it restarted: its lease would otherwise hold every restart for about an hour.
+        if not answer.get("ok") and (holder.get("op_id") in self._own_ops or ended_here(str(holder.get("owner", "")))):
+            self.remote.release(str(holder["op_id"]))
+            answer = self.remote.lease(op.op_id, lease_s, this_owner())
         if not answer.get("ok"):
             raise Busy(f"{self.name}: another kvwatch is restarting this host (operation {holder.get('op_id')})")
         self._own_ops.add(op.op_id)
@@ -269,8 +272,6 @@ class HostController(BringUp):
         except Exception as exc:
             log.exception("%s: restart %s failed", self.name, op.op_id)
             outcome, detail = "failed", f"{type(exc).__name__}: {exc}"
-        op.outcome, op.detail = outcome, detail
-        op.step("done", f"{outcome}: {detail}")
         self._record(op, outcome, detail)
         if outcome != "interrupted":
             try:
@@ -278,7 +279,12 @@ class HostController(BringUp):
             except CollectorError as exc:
                 log.warning("%s: could not release the lease of %s: %s", self.name, op.op_id, exc)
         self._views.forget()
-        self._lock.release()
+        # The outcome is shown only once the host's lease and this lock are free, in one step under the
+        # gate `begin` locks under: whoever sees "done" (a campaign's next step, a person) can restart.
+        with self._gate:
+            op.outcome, op.detail = outcome, detail
+            op.step("done", f"{outcome}: {detail}")
+            self._lock.release()
 
     def _drive(self, op: Operation) -> tuple[Outcome, str]:
         message = self.on_takeover(op) if self.on_takeover is not None else None

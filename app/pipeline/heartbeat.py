@@ -9,13 +9,12 @@ writers would store every line twice.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kvwatch.app.errors import ConfigError
+from kvwatch.app.owners import ended_here, this_owner
 from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.store.base import Store
 from kvwatch.collectors.periodic import Periodic
@@ -26,24 +25,10 @@ INTERVAL_S = 5.0
 STALE_AFTER_S = 3 * INTERVAL_S
 
 
-def this_owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def owner_alive(owner: str, now: float, beat_t: float, stale_after_s: float = STALE_AFTER_S) -> bool:
     """Does the lease owner `hostname:pid[:nonce]` that last beat at `beat_t` still hold it? A silent
-    owner is gone; one on this machine whose process has ended is gone at once. A live pid alone proves
-    nothing: it may have been reused by an unrelated process."""
-    hostname, _, rest = owner.partition(":")
-    pid = rest.partition(":")[0]
-    if hostname == socket.gethostname() and pid.isdigit():
-        try:
-            os.kill(int(pid), 0)  # signal 0: "does this process exist", nothing is sent
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            pass  # exists, run by another user: judged by its heartbeat like any other
-    return now - beat_t < stale_after_s
+    owner is gone; one on this machine whose process has ended is gone at once (app/owners.py)."""
+    return not ended_here(owner) and now - beat_t < stale_after_s
 
 
 def claim_hosts(store: Store, hosts: Iterable[str], owner: str, now: float | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -202,3 +203,47 @@ def test_a_server_started_by_hand_is_adopted_then_restarted(
         if by_hand.poll() is None:
             by_hand.kill()
             by_hand.wait()
+
+
+def test_an_outcome_is_shown_only_once_the_next_restart_can_begin(tmp_path: Path, controllers) -> None:
+    """A campaign's next step (or a person) acts the moment an operation shows its outcome; before, the
+    outcome showed while the host's lease was still being released, and that restart got 409 Busy."""
+    controller = controllers(make_config(tmp_path, free_port()))
+    first = controller.begin("a", flags={"mem-fraction-static": 0.85})
+    deadline = time.monotonic() + 120
+    while first.outcome is None:
+        assert time.monotonic() < deadline, first.public()
+        time.sleep(0.001)
+    assert not controller.busy
+    assert json.loads((tmp_path / "state" / "current.json").read_text())["run_id"] == first.run_id
+    assert not (tmp_path / "state" / "lease").exists()
+    second = controller.begin("b", flags={"mem-fraction-static": 0.88})
+    assert controller.wait(120) is second and second.outcome == "ok", second.public()
+
+
+def _lease_held_by(state: Path, owner: str) -> None:
+    (state / "lease").mkdir(parents=True)
+    held = {"op_id": "left-behind", "at": time.time(), "lease_s": 3600.0, "pid": 1, "owner": owner}
+    (state / "lease" / "owner.json").write_text(json.dumps(held))
+
+
+def test_a_lease_left_by_a_kvwatch_that_ended_on_this_machine_is_taken_at_once(tmp_path: Path, controllers) -> None:
+    """kill -9 of kvwatch while it restarted leaves the host's lease for an hour; a kvwatch started
+    again on the same machine sees that the holder's process is gone and takes it."""
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    _lease_held_by(tmp_path / "state", f"{socket.gethostname()}:{ended.pid}")
+    controller = controllers(make_config(tmp_path, free_port()))
+    op = controller.begin("again", flags={"mem-fraction-static": 0.85})
+    assert controller.wait(120) is op and op.outcome == "ok", op.public()
+
+
+@pytest.mark.parametrize("owner", ["another machine", "alive here", "unnamed"])
+def test_a_lease_held_by_a_live_or_unknown_kvwatch_is_respected(tmp_path: Path, controllers, owner: str) -> None:
+    named = {"another machine": "another-machine.example:12345", "unnamed": "",
+             "alive here": f"{socket.gethostname()}:{os.getpid()}"}
+    _lease_held_by(tmp_path / "state", named[owner])
+    controller = controllers(make_config(tmp_path, free_port()))
+    with pytest.raises(Busy, match="another kvwatch is restarting this host"):
+        controller.begin("b", flags={"mem-fraction-static": 0.85})
+    assert json.loads((tmp_path / "state" / "lease" / "owner.json").read_text())["op_id"] == "left-behind"
