@@ -62,7 +62,8 @@ def threshold(reader: HostReader, rule: RuleSpec, start: float) -> list[Observat
     fire_at, stay_at, debounce = rule.param("fire_at"), rule.param("stay_at"), rule.param("debounce")
     t, v = reader.series(rule.param("metric"), start - debounce)
     first = int(np.searchsorted(t, start, "right"))
-    window_lo = np.searchsorted(t, t - debounce, "right")
+    # each sample's window holds the sample itself, also with `debounce = 0`
+    window_lo = np.minimum(np.searchsorted(t, t - debounce, "right"), np.arange(len(t)))
     out = []
     for i in range(first, len(t)):
         now = bool(v[i] >= fire_at)

@@ -12,9 +12,11 @@ from pydantic import BeforeValidator, Field, create_model
 
 from kvwatch.app.config.alert_rules import DEFAULT_RULES, SERVER_EVENTS, SEVERITIES, RuleSpec
 from kvwatch.app.config.tables import Count, Duration, Flag, NotNegative, Percent, Ratio, Table, invalid
+from kvwatch.app.metrics_catalog.entries import info
 
 COMMON_KEYS = ("enabled", "severity", "for", "keep_firing_for")
-RATIOS = frozenset({"fire_at", "stay_at", "usage_at"})
+RATIOS = frozenset({"usage_at"})
+THRESHOLDS = frozenset({"fire_at", "stay_at"})  # in the unit of the rule's metric: a ratio only for a ratio
 PERCENTS = frozenset({"drop_pct", "clear_pct"})
 COUNTS = frozenset({"min_count", "min_samples"})
 DURATIONS = frozenset({"debounce", "window", "warmup", "after", "for", "keep_firing_for"})
@@ -43,11 +45,13 @@ Severity = Annotated[str, BeforeValidator(_severity)]
 Events = Annotated[tuple[str, ...], BeforeValidator(_events)]
 
 
-def _param_type(key: str) -> Any:
+def _param_type(key: str, rule: RuleSpec) -> Any:
     if key in DURATIONS:
         return Duration
     if key == "events":
         return Events
+    if key in THRESHOLDS:
+        return Ratio if info(str(rule.params.get("metric", ""))).unit == "ratio" else NotNegative
     return Ratio if key in RATIOS else Percent if key in PERCENTS else Count if key in COUNTS else NotNegative
 
 
@@ -63,7 +67,7 @@ def _settings_model(rule: RuleSpec) -> type[RuleSettings]:
         "enabled": (Flag, rule.enabled), "severity": (Severity, rule.severity),
         "for_": (Duration, Field(rule.for_s, alias="for")), "keep_firing_for": (Duration, rule.keep_firing_for_s),
     }
-    fields.update({key: (_param_type(key), value) for key, value in rule.params.items() if key != "metric"})
+    fields.update({key: (_param_type(key, rule), value) for key, value in rule.params.items() if key != "metric"})
     return create_model(f"AlertSettings_{rule.name}", __base__=RuleSettings, **fields)
 
 

@@ -126,3 +126,10 @@ def test_a_disabled_rule_never_fires(tmp_path: Path) -> None:
     rig = Rig(tmp_path / "kvwatch.db", alerts_table={RULE: {"enabled": False}})
     rig.play("token_usage", every(T0, [0.99] * 60))
     assert rig.of(RULE) == []
+
+
+def test_a_debounce_of_zero_is_no_debounce(tmp_path: Path) -> None:
+    """`debounce = 0` is a valid setting; it left each sample an empty window and every evaluation failed."""
+    rig = Rig(tmp_path / "kvwatch.db", alerts_table={RULE: {"debounce": 0, "for": 0}})
+    rig.play("token_usage", every(T0, [0.5, 0.97, 0.97, 0.5]))
+    assert rig.of(RULE) == ["firing", "clearing"]

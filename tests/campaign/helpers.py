@@ -29,6 +29,24 @@ def wait_until_over(running: RunningDemo, timeout: float = DONE_WITHIN_S) -> dic
     return over
 
 
+def sized_run(running: RunningDemo, host: str = "demo") -> dict[str, Any]:
+    """Wait until the host's current run shows its KV pool and capacity, as the page's runs list does:
+    a plan's predictions rest on those two startup lines (on a loaded machine they can be stored a few
+    seconds after the ready line shows in the log)."""
+    seen: list[Any] = []
+
+    def sized() -> dict[str, Any] | None:
+        seen[:] = running.get(f"/api/runs?host={host}")
+        capacity = (seen[-1].get("capacity") or {}) if seen else {}
+        return seen[-1] if capacity.get("max_total_num_tokens") and capacity.get("kv_cache") else None
+
+    try:
+        found: dict[str, Any] = running.until(sized, "the current run's KV pool and capacity", timeout=60)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\nruns: {seen}") from None
+    return found
+
+
 def runs_with(flags: dict[str, object], found: dict[str, Any]) -> bool:
     """The host's flags hold every flag of `flags` (a preset) with its value."""
     return all(found.get(name) == value for name, value in flags.items())

@@ -16,7 +16,15 @@ from pathlib import Path
 import pytest
 
 from kvwatch.simulator import campaign as seed
-from tests.campaign.helpers import DONE_WITHIN_S, HICACHE_088, runs_with, steps, tokens_at, wait_until_over
+from tests.campaign.helpers import (
+    DONE_WITHIN_S,
+    HICACHE_088,
+    runs_with,
+    sized_run,
+    steps,
+    tokens_at,
+    wait_until_over,
+)
 from tests.simulator.test_demo_wheel import REPO, TOKEN, kvwatch_demo
 
 KV_TOLERANCE = 0.05
@@ -28,6 +36,7 @@ def test_a_campaign_from_the_api_ends_on_088_hicache_with_fp8_vetoed_and_093_ski
     with kvwatch_demo(tmp_path) as running:
         running.until(lambda: "ready to roll" in running.story_log.read_text(), "the story's first server")
         time.sleep(8)  # as a person would: the run registry pairs a restart with a start logged 5 s before it
+        sized_run(running)  # and the page lists the run with its KV pool
         status, refused = running.post("/api/campaign/demo/start", {})
         assert status == 404, refused  # nothing planned yet
         status, plan = running.post("/api/campaign/demo/plan", {})
@@ -41,7 +50,9 @@ def test_a_campaign_from_the_api_ends_on_088_hicache_with_fp8_vetoed_and_093_ski
         assert "after CUDA-graph capture" in planned["hicache-0.93"]["reason"]
         assert planned["hicache-0.93"]["prediction"]["left_after_graphs_gib"] < plan["plan"]["min_free_gib"]
         for name in planned:  # every candidate predicted before any restart
-            assert planned[name]["prediction"]["max_total_num_tokens"] > 0, name
+            tokens = planned[name]["prediction"]["max_total_num_tokens"]
+            assert isinstance(tokens, int) and tokens > 0, (name, planned[name]["prediction"]["basis"],
+                                                            running.get("/api/runs?host=demo"))
         assert running.get("/api/hosts/demo/restart")["operation"] is None  # the plan restarted nothing
 
         started = time.monotonic()
