@@ -6,10 +6,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, Objective
+from kvwatch.app.config.campaign import OnFailure
+from kvwatch.app.metrics_catalog.names import Objective
 
 CAMPAIGN_DOC = "campaign"  # one document a campaign, keyed by its id
-OnFailure = Literal["continue", "stop"]
 State = Literal["planned", "running", "paused", "stopped", "done"]
 StepStatus = Literal["planned", "skipped", "running", "measured", "failed"]
 ACTIVE: frozenset[str] = frozenset({"planned", "running", "paused"})  # one such campaign a host at a time
@@ -26,15 +26,20 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
+    """What a campaign carries out, as stored with it: the candidates made from its table, the table's
+    limits and budgets in seconds, and the host's steady minimum. No field has a default of its own:
+    `[hosts.campaign]`'s model (CampaignTable) is where defaults live, and app/campaign/settings.py's
+    plan_from_table is the one way a Plan is made from it (from_dict reads one back from the store)."""
+
     candidates: tuple[Candidate, ...]
-    objective: Objective = GEN_THROUGHPUT
-    max_queue: float | None = None  # limits: a step above them is measured but never chosen
-    max_usage: float | None = None
-    min_steady_s: float = 300.0  # the host's one steady minimum ([hosts.compare] min_steady)
-    step_budget_s: float = 1800.0  # restart + steady window, per step
-    total_budget_s: float = 14400.0
-    min_free_gib: float = 8.0  # memory a candidate must leave after CUDA-graph capture (predicted)
-    on_failure: OnFailure = "continue"
+    objective: Objective
+    max_queue: float | None  # limits: a step above them is measured but never chosen
+    max_usage: float | None
+    min_steady_s: float  # the host's one steady minimum ([hosts.compare] min_steady)
+    step_budget_s: float  # restart + steady window, per step
+    total_budget_s: float
+    min_free_gib: float  # memory a candidate must leave after CUDA-graph capture (predicted)
+    on_failure: OnFailure
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

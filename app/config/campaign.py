@@ -11,6 +11,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from kvwatch.app.config.tables import Duration, NotNegative, Ratio, Table, invalid
 from kvwatch.app.metrics_catalog.names import GEN_THROUGHPUT, Objective
 
+OnFailure = Literal["continue", "stop"]  # after a step that crashes or never becomes ready
 MAX_CANDIDATES = 16  # a grid larger than this is hours of restarts: declare it in parts
 
 
@@ -32,7 +33,7 @@ class CampaignTable(Table):
     step_budget: Duration = 1800.0
     total_budget: Duration = 14400.0
     min_free_gib: NotNegative = 8.0
-    on_failure: Literal["continue", "stop"] = "continue"
+    on_failure: OnFailure = "continue"
 
     @model_validator(mode="after")
     def _one_kind(self) -> CampaignTable:
