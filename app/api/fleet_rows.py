@@ -30,22 +30,30 @@ SPARK_METRICS = (GEN_THROUGHPUT, TOKEN_USAGE)
 
 class Kept:
     """Per host, the last answer of something costly and when it was made; asked again after `ttl` or
-    when its `key` changes (a new run is diagnosed at once, not after its predecessor's TTL)."""
+    when its `key` changes (a new run is diagnosed at once, not after its predecessor's TTL).
+
+    One maker a host at a time: a page that opens asks `/api/fleet` while the fleet keeper reads every
+    row for its first event, and both used to diagnose all hosts, twice the cold work on one GIL. A
+    caller that finds the host being made waits for that answer instead."""
 
     def __init__(self, ttl: float) -> None:
         self.ttl = ttl
         self._lock = threading.Lock()
         self._kept: dict[str, tuple[object, float, Any]] = {}
+        self._making: dict[str, threading.Lock] = {}
 
     def get(self, host: str, key: object, now: float, make: Callable[[], Any]) -> Any:
         with self._lock:
-            kept = self._kept.get(host)
-        if kept is not None and kept[0] == key and now - kept[1] < self.ttl:
-            return kept[2]
-        value = make()
-        with self._lock:
-            self._kept[host] = (key, now, value)
-        return value
+            making = self._making.setdefault(host, threading.Lock())
+        with making:
+            with self._lock:
+                kept = self._kept.get(host)
+            if kept is not None and kept[0] == key and now - kept[1] < self.ttl:
+                return kept[2]
+            value = make()
+            with self._lock:
+                self._kept[host] = (key, now, value)
+            return value
 
 
 class VerdictCache:
