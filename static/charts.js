@@ -1,4 +1,5 @@
 // Plotly only: one chart per panel, fed with [t, v] points (t in epoch seconds, plotted as dates).
+import { appendGapped, dropFirst, forgetSteps, gapped } from "./gaps.js";
 import { cssColor as cssVar, onThemeChange, plotlyTheme } from "./theme.js";
 
 const WINDOW_POINTS = 10000;
@@ -12,50 +13,6 @@ function toX(points) {
   return points.map(([t]) => new Date(t * 1000));
 }
 
-// Lines break at gaps: two points further apart than a few sampling intervals get a null between them
-// (with connectgaps false), so a collector that was away for ten minutes is not drawn as a straight line.
-// A trace sampled on change (`steps`: a count, sampled when it moves) never breaks: a long way between
-// two samples means it held its value, and it is drawn as steps.
-const GAP_STEPS = 5;
-const MIN_GAP_S = 5;
-
-export function gapLimit(points) {
-  const steps = [];
-  for (let i = 1; i < points.length; i += 1) {
-    const step = points[i][0] - points[i - 1][0];
-    if (step > 0) steps.push(step);
-  }
-  if (!steps.length) return null;
-  steps.sort((a, b) => a - b);
-  return Math.max(MIN_GAP_S, GAP_STEPS * steps[Math.floor(steps.length / 2)]);
-}
-
-export function withGaps(points, limit, after) {
-  if (!limit) return points;
-  const out = [];
-  let previous = after;
-  for (const point of points) {
-    if (previous !== undefined && point[0] - previous > limit) out.push([(previous + point[0]) / 2, null]);
-    out.push(point);
-    previous = point[0];
-  }
-  return out;
-}
-
-function gapped(element, index, points) {
-  if (element.stepTraces?.[index]) return points;
-  element.gapLimits = element.gapLimits || [];
-  element.gapLimits[index] = gapLimit(points) ?? element.gapLimits[index] ?? null;
-  return withGaps(points, element.gapLimits[index]);
-}
-
-// Live points keep the limit their trace's history set (or learn one from what they bring).
-function gappedAfter(element, index, points) {
-  if (element.stepTraces?.[index]) return points;
-  element.gapLimits = element.gapLimits || [];
-  if (!element.gapLimits[index]) element.gapLimits[index] = gapLimit(points);
-  return withGaps(points, element.gapLimits[index], lastTime(element, index));
-}
 
 // The page's one theme (theme.js) as a chart layout starts.
 function themed() {
@@ -124,13 +81,18 @@ export function setTrace(element, index, points) {
   setTraces(element, [points], [index]);
 }
 
-// Every trace of a chart in one update (one redraw). A restyle of x alone would clear the axis type
-// (plotly guesses it again from the data: "linear" on a chart with no points, so a zoom there gave
-// -1..6); naming the type in the same update keeps the date axis.
+// Every trace of a chart in one redraw. The traces' arrays are replaced and the chart redrawn, as
+// appendPoints does, and never through a restyle of x: that clears the axis type (plotly guesses it
+// again from the data, "linear" on a chart with no points, so a zoom there gave -1..6), and naming
+// the type again in the same update resets the axis to autorange (a zoom's window was lost).
 export function setTraces(element, pointLists, indices) {
   pointLists = pointLists.map((points, i) => gapped(element, indices[i], points));
-  Plotly.update(element, { x: pointLists.map(toX), y: pointLists.map((p) => p.map(([, v]) => v)) },
-                { "xaxis.type": "date" }, indices);
+  indices.forEach((index, i) => {
+    const trace = element.data[index];
+    trace.x = toX(pointLists[i]);
+    trace.y = pointLists[i].map(([, v]) => v);
+  });
+  Plotly.redraw(element);
   element.received += pointLists.reduce((sum, p) => sum + p.length, 0);
 }
 
@@ -140,12 +102,7 @@ export function extendTrace(element, index, points) {
 
 // One redraw for every trace of a chart: redraws, not points, are what cost on a slow machine.
 export function extendTraces(element, byIndex, maxPoints = WINDOW_POINTS) {
-  const indices = [...byIndex.keys()].filter((i) => byIndex.get(i).length);
-  if (!indices.length) return;
-  const points = indices.map((i) => gappedAfter(element, i, byIndex.get(i)));
-  Plotly.extendTraces(element, { x: points.map(toX), y: points.map((p) => p.map(([, v]) => v)) }, indices,
-                      maxPoints);
-  element.received += points.reduce((sum, p) => sum + p.length, 0);
+  appendPoints(element, byIndex, null, maxPoints);
 }
 
 // Live points and the shared x range in ONE redraw per chart (extendTraces + relayout draw it twice,
@@ -156,14 +113,8 @@ export function appendPoints(element, byIndex, range, maxPoints = WINDOW_POINTS)
   for (const [index, points] of byIndex) {
     const trace = element.data?.[index];
     if (!trace || !points.length) continue;
-    for (const [t, v] of gappedAfter(element, index, points)) {
-      trace.x.push(new Date(t * 1000));
-      trace.y.push(v);
-    }
-    if (trace.x.length > maxPoints) {
-      trace.x.splice(0, trace.x.length - maxPoints);
-      trace.y.splice(0, trace.y.length - maxPoints);
-    }
+    appendGapped(element, index, points, toX);
+    dropFirst(element, index, element.data[index].x.length - maxPoints);
     added += points.length;
   }
   if (!added) return false;
@@ -185,7 +136,8 @@ export function dropFrom(element, index, t) {
   if (keep < 0) return false;
   trace.x.splice(keep);
   trace.y.splice(keep);
-  // a gap's break left last marks nothing: the next point brings its own if it is far (gappedAfter)
+  forgetSteps(element, index);
+  // a gap's break left last marks nothing: the next point brings its own if it is far (appendGapped)
   while (trace.y.length && trace.y[trace.y.length - 1] === null) {
     trace.x.pop();
     trace.y.pop();

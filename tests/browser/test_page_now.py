@@ -177,9 +177,45 @@ def test_a_refill_of_an_empty_chart_keeps_its_date_axis(still: tuple[Services, s
         const charts = await import("/static/charts.js");
         const chart = document.getElementById("chart-gpu-util");
         charts.setTraces(chart, chart.data.map(() => []), chart.data.map((_, i) => i));
-        return [chart.layout.xaxis.type, chart._fullLayout.xaxis.type];
+        const typed = [chart.layout.xaxis.type, chart._fullLayout.xaxis.type];
+        // a zoom's refill: the window set on the axis stays, the points are the window's
+        charts.setXRange(chart, [1767225600, 1767229200]);
+        charts.setTraces(chart, chart.data.map(() => [[1767227400, 50]]), chart.data.map((_, i) => i));
+        const range = chart.layout.xaxis.range.map((x) => new Date(x).getTime() / 1000);
+        return [...typed, range, chart.layout.xaxis.autorange];
     }""")
-    assert kept == ["date", "date"]
+    assert kept == ["date", "date", [1767225600, 1767229200], False]
+
+
+# The completion rate of a CI failure (2026-12-07): the open tab had learnt its gap limit from its first
+# points (further apart) and drew 796.1 -> 801.7 unbroken; a fresh tab broke it.
+RATE_TIMES = [794.481, 795.630, 796.099, 801.715, 802.243, 802.754, 803.863, 804.429, 804.979, 805.508,
+              806.033, 806.557, 807.237, 808.089, 808.880, 809.500, 810.166]
+
+
+def test_a_trace_drawn_point_by_point_breaks_where_one_loaded_at_once_does(
+        still: tuple[Services, str], page: Any) -> None:
+    _, url = still
+    open_page(page, f"{url}/?host=local")
+    drawn = page.evaluate("""async (times) => {
+        const gaps = await import("/static/gaps.js");
+        const toX = (points) => points.map(([t]) => new Date(t * 1000));
+        const points = times.map((t, i) => [1796602000 + t, i]);
+        const fresh = { data: [{ x: [], y: [] }] };
+        const whole = gaps.gapped(fresh, 0, points);
+        fresh.data[0] = { x: toX(whole), y: whole.map(([, v]) => v) };
+        const open = { data: [{ x: [], y: [] }] };
+        const first = gaps.gapped(open, 0, [[1796601990, -1], [1796601997, -2]]);  // its own start, sparser
+        open.data[0] = { x: toX(first), y: first.map(([, v]) => v) };
+        gaps.dropFirst(open, 0, 2);  // the window moved past them
+        for (const point of points) gaps.appendGapped(open, 0, [point], toX);
+        const shown = (e) => e.data[0].y.map((v, i) => [e.data[0].x[i].getTime(), v]);
+        return [shown(open), shown(fresh), open.gapLimits[0], fresh.gapLimits[0]];
+    }""", RATE_TIMES)
+    open_tab, fresh_tab, open_limit, fresh_limit = drawn
+    assert open_limit == fresh_limit == 5
+    assert [v for _, v in fresh_tab].count(None) == 1  # 796.1 -> 801.7 is more than 5 s
+    assert open_tab == fresh_tab
 
 
 def test_no_horizontal_overflow_on_a_phone(still: tuple[Services, str], page: Any) -> None:

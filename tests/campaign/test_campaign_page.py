@@ -44,6 +44,19 @@ def demo(tmp_path: Path, serve_app: Any, monkeypatch: pytest.MonkeyPatch) -> Ite
         world.stop()
 
 
+def sized_run(url: str) -> None:
+    """Wait until the host's current run shows its KV pool and capacity, as the page's runs list does."""
+    deadline = time.monotonic() + 60
+    runs: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        runs = httpx.get(f"{url}/api/runs", params={"host": DEMO_HOST}, timeout=60).json()
+        capacity = (runs[-1].get("capacity") or {}) if runs else {}
+        if capacity.get("max_total_num_tokens") and capacity.get("kv_cache"):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the current run showed no KV pool and capacity within 60 s: {runs}")
+
+
 def post(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
     answer = httpx.post(url + path, json=body, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
     assert answer.status_code == 200, answer.text
@@ -57,6 +70,7 @@ def test_the_panel_shows_the_plan_the_live_step_and_the_final_table(demo: str, p
     wait_settled(page, timeout=30_000)
     assert page.is_hidden("[data-testid=campaign-panel]")  # no campaign yet: the panel hides
     time.sleep(8)  # the story's first run has been up a few seconds, as when a person plans
+    sized_run(demo)  # and the page lists it with its KV pool (on a loaded machine, some seconds later)
     plan = post(demo, "/api/campaign/demo/plan", {})
     predicted = f"{plan['steps'][0]['prediction']['max_total_num_tokens']:,}"
     page.wait_for_selector("[data-testid=campaign-step-3]", timeout=30_000)
