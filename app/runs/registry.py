@@ -73,16 +73,19 @@ def merge_controller_runs(detected: list[Run], controller: list[Run]) -> list[Ru
         limit = run.started_at + CONTROLLER_MATCH_S
         if i + 1 < len(controller):
             limit = min(limit, controller[i + 1].started_at)
-        match = next(
-            (
-                d
-                for d in detected
-                if d.id not in used
-                and (d.flags or d.capacity or d.ready_at)
-                and run.started_at - CLOCK_SLACK_S <= d.started_at < limit
-            ),
-            None,
-        )
+        candidates = [
+            d
+            for d in detected
+            if d.id not in used
+            and (d.flags or d.capacity or d.ready_at)
+            and run.started_at - CLOCK_SLACK_S <= d.started_at < limit
+        ]
+        # A launch that was already up when the controller recorded its run is another's (the demo's
+        # story switching a second before a person's restart): a later launch in the window is taken
+        # instead. Only while none is logged yet does it stand in (a restart takes minutes to come up,
+        # far more than the clocks' slack).
+        match = next((d for d in candidates if d.ready_at is None or d.ready_at >= run.started_at),
+                     candidates[0] if candidates else None)
         if match is not None:
             used.add(match.id)
             _adopt(run, match)

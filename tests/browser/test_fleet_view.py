@@ -75,11 +75,13 @@ def test_a_host_whose_alert_fires_moves_to_the_top_and_a_click_opens_it(
         assert time.monotonic() < deadline, "the alert never fired"
         time.sleep(0.05)
     fired = time.monotonic()
-    page.wait_for_function(f"{TOP} === 'node17'", timeout=2_000)
+    # at the top and marked as alerting, both within 2 s (a `fleet` event made from a row read just before
+    # the alert was stored may show it unmarked for a moment; the next one, on the alert's news, marks it)
+    page.wait_for_function(f"{TOP} === 'node17' && document.querySelector("
+                           "'[data-testid=fleet-row][data-host=node17]').dataset.attention === 'alert'", timeout=2_000)
     moved_after = time.monotonic() - fired
     assert moved_after <= 2.0, moved_after
     row = page.locator("[data-testid=fleet-row][data-host=node17]")
-    assert row.get_attribute("data-attention") == "alert"
     assert "firing: token_usage_high" in row.inner_text()
     page.screenshot(path=str(ARTIFACTS / "fleet-view-32-hosts.png"))
     row.click()
