@@ -22,7 +22,7 @@ from kvwatch.app.main import create_app
 from kvwatch.app.runner import build_services
 from kvwatch.simulator.demo import DemoWorld, start_demo_world
 from tests.browser.test_live_tab import CONVERGE_S, SNAPSHOT, differences
-from tests.fixtures.web import block_outside_requests, live_wait, wait_settled
+from tests.fixtures.web import block_outside_requests, live_wait, wait_panels, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 TOKEN = "open-tab-t0ken"
@@ -96,6 +96,7 @@ def test_a_tab_open_through_the_demos_restarts_shows_what_a_fresh_load_shows(
             block_outside_requests(fresh)
             fresh.goto(url, timeout=90_000)
             wait_settled(fresh, timeout=30_000)
+            wait_panels(fresh, timeout=30_000)  # its compare view too: a snapshot before it was drawn had no table
             wanted = fresh.evaluate(SNAPSHOT)
             fresh.close()
             assert len(wanted["runs"]) >= number + 1, wanted["runs"]
