@@ -44,10 +44,6 @@ function removeStep(sorted, step) {
   if (sorted[at] === step) sorted.splice(at, 1);
 }
 
-export function gapLimit(points) {
-  return limitOf(stepsOf(points.map(([t]) => t)));
-}
-
 export function withGaps(points, limit, after) {
   if (!limit) return points;
   const out = [];
