@@ -30,6 +30,7 @@ from kvwatch.app.controller.swap import ControllerSwap, plan_swap
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.owners import this_owner
 from kvwatch.app.pipeline.heartbeat import claim_hosts
+from kvwatch.app.pipeline.switching import fit_switch_interval
 from kvwatch.app.services import Services
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,8 @@ class ConfigReloader:
         for collector in change.stop:  # first: a changed host's new collector resumes from its offsets
             collector.stop()
         self.services.registries = change.registries  # the one swap readers see
+        if self.collect:
+            fit_switch_interval(len(self.services.collectors))
         for collector in change.start:
             collector.start()
         if self.services.alerts is not None:  # after the collectors: an added host has its health at once

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from kvwatch.app.bus import EventBus
 from kvwatch.app.config import Config
 from kvwatch.app.pipeline.collector import HostCollector
+from kvwatch.app.pipeline.switching import fit_switch_interval
 from kvwatch.app.store.base import Store
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ class Services:
         return self.registries.controllers
 
     def start_collectors(self) -> None:
+        fit_switch_interval(len(self.collectors))
         for collector in self.collectors.values():
             collector.start()
         for helper in self.background:

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 
 import paramiko
 
-from kvwatch.collectors.base import CollectorError, CommandResult, FileStat, StreamClosed
+from kvwatch.collectors.base import CollectorError, CommandResult, FileStat, SourceMissing, StreamClosed
 from kvwatch.collectors.ssh.catchup import Catchup, Compression
 from kvwatch.collectors.ssh.errors import map_ssh_errors
 from kvwatch.collectors.ssh.exec_channel import ExecStream, open_exec, quote_argv, run_channel
 from kvwatch.collectors.ssh.framing import Unframer, framed, new_marker, unframe
+from kvwatch.collectors.ssh.open_files import OpenFiles
 from kvwatch.collectors.ssh.stat_batch import StatShell
 from kvwatch.collectors.ssh.target import SshTarget
 
@@ -134,6 +135,7 @@ class SshTransport:
         self._shell: StatShell | None = None
         self._home = ""
         self._lock = threading.Lock()
+        self._open_files = OpenFiles()  # under _lock, as the SFTP client they read through
         self._catchup = Catchup(self, self.opts.compression, self.opts.io_timeout)
         self._marker = new_marker()
         self.banner = ""  # what the host's login shell prints first, when it does (collectors/ssh/framing.py)
@@ -179,6 +181,7 @@ class SshTransport:
                 # closing a dead connection may fail in any way; it is gone either way
                 with contextlib.suppress(Exception):
                     closeable.close()
+        self._open_files = OpenFiles()  # not under _lock (a hung read holds it): the old handles end with the session
         self._shell, self._sftp, self._clients = None, None, []
         self._catchup = Catchup(self, self.opts.compression, self.opts.io_timeout)
 
@@ -192,23 +195,36 @@ class SshTransport:
     def stat(self, path: str) -> FileStat:
         if self._shell is None:
             raise StreamClosed(f"{self.name}: not connected")
-        return self._shell.stat(self.abspath(path))
+        full = self.abspath(path)
+        try:
+            found = self._shell.stat(full)
+        except SourceMissing:
+            self._saw({full: None})
+            raise
+        self._saw({full: found})
+        return found
 
     def stat_many(self, paths: list[str]) -> dict[str, FileStat | None]:
         """Several paths in one round trip (None = missing): one host poll costs one request."""
         if self._shell is None:
             raise StreamClosed(f"{self.name}: not connected")
-        found = self._shell.stat_many([self.abspath(p) for p in paths])
+        full = [self.abspath(p) for p in paths]
+        found = self._shell.stat_many(full)
+        self._saw(dict(zip(full, found, strict=True)))
         return dict(zip(paths, found, strict=True))
+
+    def _saw(self, stats: dict[str, FileStat | None]) -> None:
+        with self._lock:
+            for path, found in stats.items():
+                self._open_files.saw(path, found)
 
     def read(self, path: str, offset: int, length: int) -> bytes:
         full = self.abspath(path)
         if length > SFTP_READ_MAX:
             return self._catchup.read(full, offset, length)
         where = f"{self.name}:{full}"
-        with self._lock, map_ssh_errors(where), self._sftp_client().open(full, "rb") as handle:
-            handle.seek(offset)
-            return bytes(handle.read(length))
+        with self._lock, map_ssh_errors(where):
+            return self._open_files.read(self._sftp_client(), full, offset, length)
 
     def glob(self, pattern: str) -> list[str]:
         """Expanded with SFTP listings and fnmatch here: the pattern never reaches a shell."""
