@@ -83,9 +83,13 @@ def start_followers(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tupl
 
 def start_app(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tuple[list[Collector], Any]:
     from kvwatch.app.bus import EventBus
-    from kvwatch.app.pipeline.switching import fit_switch_interval
 
-    fit_switch_interval(len(dirs))  # as Services.start_collectors does in `kvwatch serve`
+    try:
+        from kvwatch.app.pipeline.switching import fit_switch_interval
+    except ImportError:  # a baseline from before it existed
+        pass
+    else:
+        fit_switch_interval(len(dirs))  # as Services.start_collectors does in `kvwatch serve`
     store, bus = app_store(server.dir / "kvwatch.db", stamps), EventBus()  # shared, as in `kvwatch serve`
     collectors: list[Collector] = []
     for i, d in enumerate(dirs):
