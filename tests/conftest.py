@@ -93,6 +93,7 @@ MODULE_GROUPS: frozenset[str] = frozenset({
     "tests/diagnosis/test_diagnosis_accuracy.py",
     "tests/diagnosis/test_diagnosis_api.py",
     "tests/diagnosis/test_diagnosis_first_seconds.py",
+    "tests/diagnosis/test_diagnosis_restart_seconds.py",
     "tests/diagnosis/test_diagnosis_story.py",
     "tests/diagnosis/test_diagnosis_vllm.py",
     "tests/hardening/test_markup_escaping.py",

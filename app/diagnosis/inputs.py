@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvwatch.app.config import HostConfig
-from kvwatch.app.diagnosis.memory import Startup, startup_from_capacity
+from kvwatch.app.diagnosis.memory import startup_from_capacity
 from kvwatch.app.diagnosis.predict import Inputs, Workload
 from kvwatch.app.diagnosis.reading import (
     WINDOW_S,
@@ -113,14 +113,13 @@ def prediction_inputs(
         return None, None, StandIn(unknown="no server start seen yet")
     own = measured(store, host, run, clock)
     reference = None if own is not None else _reference(store, host, runs, run, clock)
-    startup: Startup | None = startup_from_capacity(run.capacity)
-    if startup is None and reference is not None:
-        startup = startup_from_capacity(reference.run.capacity)
-    if startup is None:
+    base = _sized(runs, run, reference)
+    if base is None:
         return None, run, StandIn(unknown=(f"run {run.id} has logged no KV capacity yet and no earlier run of "
-                                           f"this host with the same workload ({MODEL}) measured one"))
-    stand_in = _stand_in(run, own, reference, clock)
-    base = run if startup_from_capacity(run.capacity) is not None or reference is None else reference.run
+                                           f"this host with the same workload ({MODEL}) logged one"))
+    startup = startup_from_capacity(base.capacity)
+    assert startup is not None  # _sized picks only a run whose startup lines size a pool
+    stand_in = _stand_in(run, own, reference, base, clock)
     memory = gpu_memory(store, host.name, runs)
     source = own or reference
     work = source.workload if source is not None else Workload(None, None, None, None)
@@ -133,20 +132,35 @@ def prediction_inputs(
     ), run, stand_in
 
 
-def _stand_in(run: Run, own: Measured | None, reference: Measured | None, clock: float) -> StandIn:
+def _sized(runs: list[Run], run: Run, reference: Measured | None) -> Run | None:
+    """The run whose startup lines size the pool: the run itself once it logged them; before that the
+    workload's reference, else the newest earlier run of the same workload that logged them. A pool
+    needs no measured workload: a run restarted seconds after the last one still has that one's pool."""
+    if startup_from_capacity(run.capacity) is not None:
+        return run
+    if reference is not None and startup_from_capacity(reference.run.capacity) is not None:
+        return reference.run
+    earlier = [r for r in runs if r.started_at < run.started_at and r.id != run.id]
+    return next((r for r in reversed(earlier)
+                 if same_workload(run, r) and startup_from_capacity(r.capacity) is not None), None)
+
+
+def _stand_in(run: Run, own: Measured | None, reference: Measured | None, base: Run, clock: float) -> StandIn:
+    notes: dict[str, str] = {}
+    startup_from = None
+    if base is not run:
+        startup_from = base.id
+        notes["startup"] = (f"run {run.id} has logged no KV capacity yet: the pool is run {base.id}'s, moved by "
+                            f"the flags run {run.id} sets differently")
     if own is not None:
-        return StandIn()
+        return StandIn(startup_from=startup_from, notes=notes)
     why = _own_window_note(run, clock)
     if reference is None:
-        return StandIn(unknown=(f"{why}, and no earlier run of this host with the same workload ({MODEL}) "
+        return StandIn(startup_from=startup_from, notes=notes,
+                       unknown=(f"{why}, and no earlier run of this host with the same workload ({MODEL}) "
                                 "measured one: running and generation need a measured workload"))
     ref = reference.run.id
     model = run.flags.get(MODEL) or "not logged"
     notes = {"workload_run": ref, "workload": (f"from run {ref}'s measurements: {why}; run {ref} is this host's "
-                                               f"last run of the same workload ({MODEL} {model})")}
-    startup_from = None
-    if startup_from_capacity(run.capacity) is None:
-        startup_from = ref
-        notes["startup"] = (f"run {run.id} has logged no KV capacity yet: the pool is run {ref}'s, moved by the "
-                            f"flags run {run.id} sets differently")
+                                               f"last run of the same workload ({MODEL} {model})"), **notes}
     return StandIn(workload_from=ref, startup_from=startup_from, notes=notes)
