@@ -76,8 +76,8 @@ def active(chart: str, ys: list[float | None], top: float) -> list[bool]:
 
 
 def quiet_stretch(chart: str, xs: list[float], ys: list[float | None], mark: float) -> tuple[float, float]:
-    """(last working sample before, first working sample after) the longest quiet stretch (at least
-    MIN_QUIET_S, or samples showing the server down) that overlaps `mark` +- TOL_S."""
+    """(last working sample before, first working sample after) the quiet stretch (at least MIN_QUIET_S,
+    or samples showing the server down) nearest `mark`, within TOL_S of it; the longest of those that hold it."""
     top = max((y for y in ys if y is not None), default=0.0)
     near = [(x, on) for x, on in zip(xs, active(chart, ys, top), strict=True)
             if mark - AROUND_S <= x <= mark + RESUME_S.get(chart, AFTER_S)]
@@ -87,7 +87,10 @@ def quiet_stretch(chart: str, xs: list[float], ys: list[float | None], mark: flo
             and near[i][0] - TOL_S <= mark <= near[j][0] + TOL_S]
     shown = [(round(x - mark, 1), on) for x, on in near]
     assert gaps, f"{chart}: no quiet stretch at the restart at {mark:.1f}; samples around it: {shown}"
-    _, before, after = max(gaps)
+    # The stretch holding the restart, not the longest near it: under load the old server's own lines
+    # can be seconds apart just before a restart whose quiet, at speed 2, may be shorter.
+    _, _, before, after = min((max(0.0, before - mark, mark - after), -length, before, after)
+                              for length, before, after in gaps)
     return before, after
 
 
@@ -118,6 +121,8 @@ def test_every_chart_shows_each_restart_at_the_same_instant(demo_url: str, page:
             stops[chart] = before
         spread = max(stops.values()) - min(stops.values())
         print(f"restart at {mark:.1f}: the old server stops within {spread:.1f} s on all six charts")
-        assert spread <= 2 * TOL_S, stops
+        near = {chart: [round(x - mark, 1) for x in read["x"] if abs(x - mark) <= AROUND_S]
+                for chart, read in charts.items()}
+        assert spread <= 2 * TOL_S, (stops, near)
     assert outside == []
     page.screenshot(path=str(ARTIFACTS / "demo-clock.png"), full_page=True, timeout=90_000)
