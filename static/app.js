@@ -10,7 +10,7 @@ import { renderDiagnosis } from "./diagnosis.js";
 import { NAMES, setNames } from "./names.js";
 import { createNowRow } from "./nowrow.js";
 import { PANELS, labelTrace, renderChartSlots, setGpuParts, tracesFor } from "./panels.js";
-import { plotlyReady } from "./plotly.js";
+import { plotlyReady, runPlotly } from "./plotly.js";
 import { clearProblem, reportProblem, reported, watched } from "./problems.js";
 import { createFleetView } from "./fleet.js";
 import { createAlertBanner, setupNotifyButton } from "./alertbanner.js";
@@ -661,7 +661,7 @@ function showFleet(picker) {
     pickHost(host);
     $("host-strip").scrollIntoView({ block: "start" });
   } });
-  refreshFleet();
+  return watched("fleet", state.fleet.refresh());
 }
 // At once when idle, then at most once a second: an alert's news reaches the table without waiting.
 const refreshFleet = leadingThrottle(() => (state.fleet ? watched("fleet", state.fleet.refresh()) : null), 1000);
@@ -680,6 +680,9 @@ function leadingThrottle(fn, ms) {
     timer = setTimeout(() => { timer = null; last = performance.now(); fn(); }, wait);
   };
 }
+
+const PLOTLY_AFTER_MS = 3000;
+const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main() {
   const catalog = fetchCatalog();  // the charts to build, fetched beside the hosts
@@ -702,7 +705,15 @@ async function main() {
   $("back-to-live").addEventListener("click", () => {
     for (const panel of PANELS) Plotly.relayout($(panel.id), { "xaxis.autorange": true });
   });
-  if (state.hosts.length > 1) showFleet(picker);
+  if (state.hosts.length > 1) {
+    // plotly.js's first run is one long task: the fleet's rows are drawn and painted before it (after
+    // PLOTLY_AFTER_MS at most, should the fleet not answer), the first host's charts after it.
+    const painted = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+    const rowsOrLate = Promise.race([showFleet(picker).then(painted), delay(PLOTLY_AFTER_MS)]);
+    rowsOrLate.then(runPlotly);
+  } else {
+    runPlotly();
+  }
   const first = state.hosts.find((h) => h.name === wanted.host) || state.hosts[0];
   if (first) {
     writeLocation({ host: first.name, range: state.range, fixed: wanted.fixed });

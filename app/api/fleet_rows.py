@@ -10,7 +10,7 @@ from weakref import WeakKeyDictionary
 
 from kvwatch.app.api.host_status import NOW_METRICS, host_health, host_status
 from kvwatch.app.config import HostConfig
-from kvwatch.app.diagnosis import diagnose_host
+from kvwatch.app.diagnosis import host_verdict
 from kvwatch.app.diagnosis.sentence import LABELS
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.fleet.sparks import SPARK_WINDOW_S, bucket_means
@@ -66,7 +66,7 @@ class VerdictCache:
     def verdict(self, services: Services, host: HostConfig, run_id: str | None, now: float) -> str | None:
         def diagnosed() -> str | None:
             try:
-                return diagnose_host(services.store, host, now=now).verdict
+                return host_verdict(services.store, host, now=now)
             except KvwatchError:  # one host's unreadable window never hides the fleet
                 return None
 

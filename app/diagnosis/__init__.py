@@ -9,7 +9,7 @@ of a comparison, is app/compare/price.py.
 from __future__ import annotations
 
 from kvwatch.app.diagnosis.diagnose import Diagnosis, diagnose
-from kvwatch.app.diagnosis.service import diagnose_host, predict_host
+from kvwatch.app.diagnosis.service import diagnose_host, host_verdict, predict_host
 from kvwatch.app.diagnosis.verdicts import VERDICTS
 
-__all__ = ["VERDICTS", "Diagnosis", "diagnose", "diagnose_host", "predict_host"]
+__all__ = ["VERDICTS", "Diagnosis", "diagnose", "diagnose_host", "host_verdict", "predict_host"]

@@ -63,14 +63,25 @@ def lifecycle(snapshot: Snapshot, sig: Signals) -> Finding | None:
     return None
 
 
-def diagnose(snapshot: Snapshot, predictor: Predictor | None = None, vetoes: VetoCheck | None = None) -> Diagnosis:
-    sig = signals(snapshot)
+def findings_of(snapshot: Snapshot, sig: Signals) -> list[Finding]:
+    """The lifecycle's finding, else every rule's that fits, else `unknown`; the first is the verdict."""
     first = lifecycle(snapshot, sig)
     findings = [first] if first is not None else [f for rule in RULES if (f := rule(snapshot, sig)) is not None]
     if not findings:
         findings = [Finding("unknown").add(RUNNING_REQ, sig.running_p50, (
             f"none of the patterns fits: usage median {num(sig.usage_p50, '.2f')}, running {num(sig.running_p50)}, "
             f"queue p90 {num(sig.queue_p90)}"))]
+    return findings
+
+
+def verdict_of(snapshot: Snapshot) -> str:
+    """`diagnose(snapshot).verdict` without the advice (which may ask a predictor)."""
+    return findings_of(snapshot, signals(snapshot))[0].verdict
+
+
+def diagnose(snapshot: Snapshot, predictor: Predictor | None = None, vetoes: VetoCheck | None = None) -> Diagnosis:
+    sig = signals(snapshot)
+    findings = findings_of(snapshot, sig)
     top = findings[0]
     advice = suggestions(top.verdict, snapshot, sig, predictor)
     if vetoes is not None:  # a vetoed value is never advised: the owner ruled it out

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kvwatch.app.config import HostConfig
-from kvwatch.app.diagnosis.diagnose import Diagnosis, VetoCheck, diagnose
+from kvwatch.app.diagnosis.diagnose import Diagnosis, VetoCheck, diagnose, verdict_of
 from kvwatch.app.diagnosis.inputs import prediction_inputs
 from kvwatch.app.diagnosis.memory import is_vllm
 from kvwatch.app.diagnosis.predict import Inputs, predict
@@ -50,6 +50,14 @@ def diagnose_host(
     snapshot = read_snapshot(store, host, run, as_of(store, host.name, run, clock))
     inputs = prediction_inputs(store, host, run.id, clock)[0] if run is not None else None
     return diagnose(snapshot, predictor(inputs, vetoes) if inputs is not None else None, vetoes)
+
+
+def host_verdict(store: Store, host: HostConfig, now: float | None = None) -> str:
+    """The verdict of `diagnose_host(store, host, now=now)` alone: the fleet's rows show it for every
+    host, and the advice's prediction inputs are half of a diagnosis's reads."""
+    clock = now if now is not None else time.time()
+    run = pick_run(list_runs(store, host.name), None, as_of(store, host.name, None, clock))
+    return verdict_of(read_snapshot(store, host, run, as_of(store, host.name, run, clock)))
 
 
 def predict_host(

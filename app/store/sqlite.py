@@ -95,8 +95,7 @@ class SqliteStore(SqlStore):
     def _read(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         if self.path == ":memory:":  # one in-memory database: only the writer connection sees it
             return super()._read(sql, params)
-        with self._readers.connection() as reader:
-            return reader.execute(sql, params).fetchall()
+        return self._readers.read(sql, params)
 
     def _rows_changed(self, sql: str, params: Sequence[Any]) -> int:
         return self._db.execute(sql, params).rowcount

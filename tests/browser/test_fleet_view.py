@@ -130,3 +130,45 @@ def test_the_fleet_view_follows_the_stream_s_fleet_events_without_reading_the_fl
         assert time.monotonic() < deadline, "the stream was not reopened for the picked host"
         page.wait_for_timeout(100)
     wait_panels(page)  # the picked host's views drawn: nothing of the page is still asking
+
+
+# When plotly.js's script is put in the page (its first run is one long task), how many fleet rows are there.
+ROWS_WHEN_PLOTLY_RUNS = """
+window.rowsWhenPlotlyRuns = null;
+new MutationObserver((changes) => {
+  for (const change of changes) for (const node of change.addedNodes) if (node.id === 'plotly-js') {
+    window.rowsWhenPlotlyRuns = document.querySelectorAll('[data-testid=fleet-row]').length;
+  }
+}).observe(document, { subtree: true, childList: true });
+"""
+CHARTS_DRAWN = "document.getElementById('chart-throughput')?.querySelectorAll('.main-svg').length > 0"
+
+
+def test_the_fleet_rows_are_drawn_before_plotly_runs_and_the_charts_follow(
+    fleet: tuple[str, Services], page: Any
+) -> None:
+    url, _ = fleet
+    page.add_init_script(ROWS_WHEN_PLOTLY_RUNS)
+    outside = open_dashboard(page, url)
+    page.wait_for_function(CHARTS_DRAWN, timeout=15_000)
+    assert page.evaluate("window.rowsWhenPlotlyRuns") == 32
+    fetched = page.evaluate("performance.getEntriesByType('resource').map((r) => r.name)"
+                            ".filter((n) => n.endsWith('/vendor/plotly.min.js'))")
+    assert len(fetched) == 1, fetched  # the preload's bytes run; not fetched a second time
+    assert outside == []
+
+
+def test_a_fleet_that_does_not_answer_does_not_hold_the_charts(fleet: tuple[str, Services], page: Any) -> None:
+    url, _ = fleet
+    held: list[Any] = []
+    page.route("**/api/fleet", lambda route: held.append(route))
+    page.add_init_script(ROWS_WHEN_PLOTLY_RUNS)
+    started = time.monotonic()
+    page.goto(url, wait_until="commit")
+    page.wait_for_function(CHARTS_DRAWN, timeout=15_000)
+    assert page.evaluate("window.rowsWhenPlotlyRuns") == 0
+    assert 2.9 <= time.monotonic() - started <= 10, "plotly.js ran without waiting for the rows, or far too late"
+    assert held, "the page never asked for the fleet"
+    for route in held:
+        route.continue_()
+    page.wait_for_function("document.querySelectorAll('[data-testid=fleet-row]').length === 32", timeout=10_000)

@@ -14,7 +14,7 @@ from kvwatch.app.compare import compare_runs, render
 from kvwatch.app.compare.offline import load_logs
 from kvwatch.app.compare.render import markdown_text
 from kvwatch.app.config import HostConfig
-from kvwatch.app.diagnosis import diagnose_host, predict_host
+from kvwatch.app.diagnosis import diagnose_host, host_verdict, predict_host
 from kvwatch.app.runs import list_runs
 from kvwatch.app.store.base import Batch, Sample
 from kvwatch.simulator import startup
@@ -117,9 +117,26 @@ def test_a_start_that_ran_out_of_memory_is_remembered_by_the_next_prediction(tmp
     failed = list_runs(store, name)[-1]
     assert failed.state == "failed"
     assert diagnose_host(store, host, now=played[0].end_epoch + 200).as_dict()["verdict"] == "unknown"
+    assert host_verdict(store, host, now=played[0].end_epoch + 200) == "unknown"
     body = predict_host(store, host, {"mem-fraction-static": 0.93})
     assert body["run"] == list_runs(store, name)[0].id  # predicted from the config that did start
     likely = [r for r in body["risks"] if r.get("severity") == "likely"]
     assert likely and f"run {failed.id} ran out of memory" in likely[0]["message"]
     lower = predict_host(store, host, {"mem-fraction-static": 0.90})
     assert not any(r.get("severity") == "likely" for r in lower["risks"])
+
+
+def test_the_fleet_s_verdict_alone_is_the_diagnosis_s_at_every_stage_of_the_story(story: dict[str, Any]) -> None:
+    """Along both runs and after the last line; and a host with nothing stored."""
+    store, host, played = story["store"], story["host"], story["played"]
+    first, last = played[0], played[-1]
+    instants = [first.start_epoch - 60, first.start_epoch + 5, first.start_epoch + 200, first.end_epoch - 1,
+                last.start_epoch + 30, last.end_epoch - 1, last.end_epoch, last.end_epoch + 600]
+    seen = set()
+    for now in instants:
+        whole = diagnose_host(store, host, now=now).verdict
+        assert host_verdict(store, host, now=now) == whole, now
+        seen.add(whole)
+    assert seen == {"kv_bound", "idle"}, seen  # serving, and idle once the last line is 10 minutes old
+    nothing = HostConfig(name="no-such-host", ssh="local", server_log="/nowhere.log")
+    assert host_verdict(store, nothing) == diagnose_host(store, nothing).verdict == "unknown"
