@@ -15,10 +15,11 @@ from typing import Any
 
 from kvwatch.app.campaign.measure import better, numbers, score, steady_stats
 from kvwatch.app.campaign.model import Campaign, Step
-from kvwatch.app.campaign.planner import current_flags
+from kvwatch.app.campaign.planner import Predict, current_flags, memory_reason
 from kvwatch.app.controller.errors import Busy, RateLimited, RestartRefused
 from kvwatch.app.controller.operation import Operation
 from kvwatch.app.controller.restart import HostController
+from kvwatch.app.diagnosis.accuracy import changes_from
 from kvwatch.app.runs.model import Run
 from kvwatch.app.store.base import Store
 from kvwatch.collectors.base import CollectorError
@@ -28,9 +29,9 @@ FindRun = Callable[[str], Run | None]
 
 class Runner:
     def __init__(self, campaign: Campaign, controller: HostController, store: Store, find_run: FindRun,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], predict: Predict | None = None) -> None:
         self.campaign, self.controller, self.store = campaign, controller, store
-        self.find_run, self.clock = find_run, clock
+        self.find_run, self.clock, self.predict = find_run, clock, predict
 
     @property
     def who(self) -> str:
@@ -60,14 +61,34 @@ class Runner:
             self.finish("every candidate was measured, skipped or failed")
             return
         step = c.steps[index]
-        c.current, step.status, step.started_at, step.reason = index, "running", self.clock(), ""
         run = self.controller.current_run()
-        if run is not None and run.state == "running" and step.flags == current_flags(self.controller):
+        runs_now = run is not None and run.state == "running" and step.flags == current_flags(self.controller)
+        if not runs_now and (why := self._predicted_again(step)) is not None:
+            step.status, step.reason = "skipped", why
+            self.note(f"step {index + 1} ({step.candidate.name}): skipped before its restart: {why}")
+            return
+        c.current, step.status, step.started_at, step.reason = index, "running", self.clock(), ""
+        if runs_now:
+            assert run is not None
             step.phase, step.run_id = "steady", run.id
             self.note(f"step {index + 1} ({step.candidate.name}): the host runs it now, measuring")
             return
         step.phase = "restarting"
         self.note(f"step {index + 1} ({step.candidate.name}): restarting")
+
+    def _predicted_again(self, step: Step) -> str | None:
+        """A step planned before the server had logged its KV pool has no KV prediction, so nothing
+        skipped it for memory: it is predicted again before its restart, from the run up now. Returns
+        why it would run out of memory, or None."""
+        if self.predict is None or (step.prediction or {}).get("max_total_num_tokens") is not None:
+            return None
+        prediction = self.predict(changes_from(current_flags(self.controller), step.flags))
+        if prediction.get("max_total_num_tokens") is None:
+            return None
+        step.prediction = prediction
+        self.note(f"{step.candidate.name}: predicted again before its restart "
+                  f"({prediction['max_total_num_tokens']:,} KV tokens); it had no KV prediction when planned")
+        return memory_reason(prediction, self.campaign.plan.min_free_gib)
 
     def _advance(self, step: Step) -> None:
         if step.phase == "restarting":

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.app.campaign.model import ACTIVE, CAMPAIGN_DOC, Campaign
-from kvwatch.app.campaign.planner import make_campaign, veto_check
+from kvwatch.app.campaign.planner import Predict, make_campaign, veto_check
 from kvwatch.app.campaign.runner import Runner
 from kvwatch.app.campaign.settings import plan_from_table
 from kvwatch.app.campaign.table import prices, rows
@@ -24,6 +24,7 @@ from kvwatch.app.controller.operation import Operation, new_run_id
 from kvwatch.app.controller.restart import HostController
 from kvwatch.app.diagnosis.service import predict_host
 from kvwatch.app.errors import Conflict, NotFound
+from kvwatch.app.flags.schema import Schema
 from kvwatch.app.runs.registry import list_runs
 from kvwatch.app.store.base import Store
 from kvwatch.collectors.periodic import Periodic
@@ -101,7 +102,22 @@ class CampaignService:
         self.store.put_document(CAMPAIGN_DOC, campaign.id, campaign.host, campaign.created_at, campaign.as_dict())
 
     def _runner(self, campaign: Campaign, controller: HostController) -> Runner:
-        return Runner(campaign, controller, self.store, self._find_run(campaign.host), self.clock)
+        return Runner(campaign, controller, self.store, self._find_run(campaign.host), self.clock,
+                      self._predictor(controller))
+
+    def _predictor(self, controller: HostController) -> Predict:
+        """What-if predictions on the host's running config, the host's vetoes applied. The flag schema
+        is asked once, at the first prediction (a remote host's sglang is asked over SSH)."""
+        schemas: list[Schema] = []
+
+        def predict(changes: dict[str, Any]) -> dict[str, Any]:
+            entry = next(h for h in self.services.config.hosts if h.name == controller.name)
+            now = self.services.controllers.get(controller.name, controller)  # a reload may have replaced it
+            if not schemas:
+                schemas.append(now.schema())
+            return predict_host(self.store, entry, changes, vetoes=veto_check(now, schemas[0]))
+
+        return predict
 
     def _find_run(self, host: str) -> Callable[[str], Any]:
         return lambda run_id: next((r for r in list_runs(self.store, host) if r.id == run_id), None)
@@ -138,13 +154,8 @@ class CampaignService:
             active = self._runners.get(host)
             if active is not None and active.campaign.state != "planned":
                 raise Conflict(f"campaign {active.campaign.id} is {active.campaign.state} on {host}: stop it first")
-            schema = controller.schema()
-
-            def predict(changes: dict[str, Any]) -> dict[str, Any]:
-                return predict_host(self.store, entry, changes, vetoes=veto_check(controller, schema))
-
             now = self.clock()
-            campaign = make_campaign(new_run_id(now), controller, plan, predict, now, who)
+            campaign = make_campaign(new_run_id(now), controller, plan, self._predictor(controller), now, who)
             if active is not None:
                 active.campaign.state, active.campaign.reason = "stopped", f"replaced by campaign {campaign.id}"
                 self._save(active.campaign)
