@@ -143,7 +143,10 @@ export function createFleetView(section, { onPick }) {
       else write(row);
     }
     if (change.order) {
-      order = change.order;
+      // A row the page heard start firing (the stream's `alert` event) stays among the alerting rows: an
+      // order made from rows read just before the alert was stored must not move it down again.
+      const alerting = (host) => rows.get(host)?.attention === "alert";
+      order = [...change.order.filter(alerting), ...change.order.filter((host) => !alerting(host))];
       forget();
     }
     if (change.totals) {

@@ -51,6 +51,7 @@ class FleetKeeper:
         self._lock = threading.Lock()
         self._fast: dict[str, dict[str, float]] = {}
         self._due: set[str] = set()
+        self._resend: set[str] = set()
         self._rows: dict[str, Row] = {}
         self._read_at: dict[str, float] = {}
         self._sent: dict[str, Row] = {}
@@ -82,6 +83,8 @@ class FleetKeeper:
         elif event in FULL_ON:
             with self._lock:
                 self._due.add(host)
+                if event == "alert":  # the page may have moved the row on the event itself: send it whole
+                    self._resend.add(host)
 
     def tick(self, now: float | None = None) -> dict[str, Any] | None:
         """Bring the rows up to date and publish the difference as one `fleet` event (None: nothing new)."""
@@ -106,6 +109,9 @@ class FleetKeeper:
         with self._lock:
             fast, self._fast = self._fast, {}
             due, self._due = self._due, set()
+            resend, self._resend = self._resend, set()
+        for host_name in resend:
+            self._sent.pop(host_name, None)
         hosts = self._services.config.hosts
         share = math.ceil(len(hosts) * TICK_S / self._full_every)
         stale = sorted((h for h in hosts if h.name not in due and h.name in self._rows),

@@ -94,6 +94,26 @@ def test_news_of_a_host_reads_its_whole_row_again_at_the_next_tick(tmp_path: Pat
     services.store.close()
 
 
+def test_alert_news_sends_the_host_s_whole_row_even_when_nothing_in_it_changed(tmp_path: Path) -> None:
+    """The page moves a row on the stream's `alert` event itself; an alert that fired and cleared before
+    the keeper read the row again leaves the row as it was sent, and the page must be told so."""
+    services = fleet_services(tmp_path)
+    keeper = FleetKeeper(services, full_every=3600.0)
+    services.bus.add_listener(keeper.note)
+    now = time.time()
+    first = keeper.tick(now)
+    assert first is not None
+    services.bus.publish("alert", {"host": "gpu2", "rule": "token_usage_high", "state": "resolved"})
+    change = keeper.tick(now + 1)
+    assert change is not None and [r["host"] for r in change["rows"]] == ["gpu2"]
+    sent = next(r for r in first["rows"] if r["host"] == "gpu2")
+    assert change["rows"][0]["attention"] == sent["attention"] and change["rows"][0]["alerts"] == []
+    assert set(change["rows"][0]) == set(sent) | {"host"}  # whole, not only what changed
+    services.bus.publish("run", {"host": "gpu2", "state": "started"})  # other news: only what changed
+    assert keeper.tick(now + 2) is None
+    services.store.close()
+
+
 def test_rows_are_read_again_a_share_of_the_fleet_each_tick(tmp_path: Path) -> None:
     services = fleet_services(tmp_path)
     keeper = FleetKeeper(services, full_every=3.0)  # 3 hosts over 3 s: one host's row a tick
