@@ -21,6 +21,9 @@ from kvwatch.collectors.base import FileStat
 
 KEPT_MAX = 16  # per connection: a host's followed files (server log, client log, a few output files)
 IDLE_S = 30.0
+# Paths whose latest inode is remembered, the most recently stat'ed kept: an output glob of a job days
+# in can match thousands of files, and a path forgotten here is only opened afresh for its next read.
+INODES_MAX = 1024
 
 
 @dataclass(slots=True)
@@ -34,7 +37,7 @@ class OpenFiles:
     """Per connection; the caller holds the SFTP client's lock around every call."""
 
     def __init__(self) -> None:
-        self._inodes: dict[str, int] = {}  # path -> inode of its latest stat
+        self._inodes: OrderedDict[str, int] = OrderedDict()  # path -> inode of its latest stat
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
 
     def saw(self, path: str, found: FileStat | None) -> None:
@@ -43,9 +46,16 @@ class OpenFiles:
             self._inodes.pop(path, None)
         else:
             self._inodes[path] = found.inode
+            self._inodes.move_to_end(path)
+            while len(self._inodes) > INODES_MAX:
+                self._inodes.popitem(last=False)
         kept = self._kept.get(path)
         if kept is not None and (found is None or kept.inode != found.inode):
             self._drop(path)
+
+    def remembered(self) -> list[str]:
+        """The paths whose inode is known, least recently stat'ed first."""
+        return list(self._inodes)
 
     def read(self, sftp: paramiko.SFTPClient, path: str, offset: int, length: int) -> bytes:
         now = time.monotonic()

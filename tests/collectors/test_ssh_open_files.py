@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kvwatch.collectors.base import SourceMissing
+from kvwatch.collectors.base import FileStat, SourceMissing
+from kvwatch.collectors.ssh.open_files import INODES_MAX, OpenFiles
 from kvwatch.collectors.ssh.transport import SshTransport
 from tests.fixtures.sshd import Sshd
 
@@ -84,3 +85,16 @@ def test_a_vanished_path_is_not_read_through_its_old_handle(counted: tuple[SshTr
         transport.stat(str(log))
     with pytest.raises(SourceMissing):
         transport.read(str(log), 0, 4)
+
+
+def test_the_inodes_remembered_are_the_most_recently_stated_paths() -> None:
+    files = OpenFiles()
+    for i in range(INODES_MAX + 500):
+        files.saw(f"/out/part-{i}.jsonl", FileStat(inode=i + 1, size=1))
+    files.saw("/out/part-0.jsonl", FileStat(inode=1, size=2))  # stat'ed again: the newest
+    remembered = files.remembered()
+    assert len(remembered) == INODES_MAX
+    assert remembered[-1] == "/out/part-0.jsonl" and "/out/part-1.jsonl" not in remembered
+    assert f"/out/part-{INODES_MAX + 499}.jsonl" in remembered
+    files.saw("/out/part-0.jsonl", None)  # vanished: forgotten at once
+    assert "/out/part-0.jsonl" not in files.remembered()
