@@ -28,11 +28,13 @@ if TYPE_CHECKING:  # the app is imported only where it runs: a HostFollower proc
 # One process a host for the whole loop, as nvidia-smi's own -lms loop is. A shell loop forking `sleep`
 # every second, times 256 fake hosts on this one machine, was 58 % system time and a load of 40-80 that
 # the collector under test had to share (a real fleet's GPU hosts carry their nvidia-smi themselves).
+# Its loop interval is the one asked for (`-lms N`), as nvidia-smi's is; 1 s when not given.
 FAKE_NVIDIA_SMI = """#!/bin/sh
-exec perl -e '$| = 1; for (my $i = 0; ; $i++) {
+exec perl -e 'my $ms = 1000; for my $k (0 .. $#ARGV - 1) { $ms = $ARGV[$k + 1] if $ARGV[$k] eq "-lms" }
+$| = 1; for (my $i = 0; ; $i++) {
   printf("2026/12/02 14:53:%02d.174, %d, 97, 39287, 81559, 687.74, 61\\n", $i % 60, $_) for 0 .. 7;
-  select(undef, undef, undef, 1);
-}'
+  select(undef, undef, undef, $ms / 1000);
+}' -- "$@"
 """
 
 
@@ -122,14 +124,15 @@ def app_store(database: Path, stamps: WriteStamps) -> TimedStore:
 
 
 def app_collector(name: str, server: Sshd, store: TimedStore, server_log: Path, bus: EventBus | None = None,
-                  outputs: tuple[str, ...] = (), gpu: bool = False) -> HostCollector:
+                  outputs: tuple[str, ...] = (), gpu: bool = False, gpu_interval: float = 1.0) -> HostCollector:
     """A HostCollector exactly as `kvwatch serve` builds it (runner.build_services), over real sshd."""
     from kvwatch.app.bus import EventBus
     from kvwatch.app.config import HostConfig
     from kvwatch.app.pipeline.collector import HostCollector
 
     host = HostConfig(name=name, ssh=server.spec, identity_file=server.key_path,
-                      known_hosts=server.known_hosts_path, server_log=str(server_log), outputs=outputs, gpu=gpu)
+                      known_hosts=server.known_hosts_path, server_log=str(server_log), outputs=outputs, gpu=gpu,
+                      gpu_interval=gpu_interval)
     return HostCollector(host, store, bus or EventBus(), HostConfig.open_transport)  # type: ignore[arg-type]
 
 

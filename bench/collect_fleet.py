@@ -1,13 +1,14 @@
 """Many hosts from one process: N collectors (own SSH connection each) to one real sshd, each
 following a server log, an output-file glob and the GPU loop (a fake nvidia-smi: no GPU here).
 
-usage: PYTHONPATH=. python bench/collect_fleet.py [HOSTS] [SECONDS] [both|follower|app]
+usage: PYTHONPATH=. python bench/collect_fleet.py [HOSTS] [SECONDS] [both|follower|app] [GPU_INTERVAL_S]
 `follower` = collectors.host.HostFollower with a sink that keeps nothing (arrival = delivered);
 `app` = app.pipeline.collector.HostCollector as `kvwatch serve` runs it, all hosts into one SQLite
 store (arrival = the commit returned). `both` (default) runs each in its own process, back to back,
 so RSS and CPU are each collector's own. Reports kvwatch's CPU (% of one core, per host), RSS, and
 append-to-arrival p50/p95 for the server-log lines; the sshd side (all sessions and their
 tail/nvidia-smi children) is reported separately because on a real fleet it runs on the GPU hosts.
+GPU_INTERVAL_S (default 1) is every host's `gpu_interval`: the nvidia-smi loop's interval.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ def host_dirs(server: Sshd, hosts: int) -> list[Path]:
     return dirs
 
 
+GPU_INTERVAL_S = float(sys.argv[4]) if len(sys.argv) > 4 else 1.0
+
+
 def start_followers(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tuple[list[Collector], Any]:
     sink, target = StampSink(stamps), server.target()
     followers: list[Collector] = []
@@ -74,7 +78,8 @@ def start_followers(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tupl
         sources = [SourceSpec("server_log", str(d / "server.log")),
                    SourceSpec("outputs", str(d / "*" / "raw_responses.jsonl"))]
         followers.append(HostFollower(f"h{i}", lambda: SshTransport(target).connect(), sources, sink,
-                                      HostOptions(poll_interval=2.0, gpu=True, glob_interval=30)).start())
+                                      HostOptions(poll_interval=2.0, gpu=True, glob_interval=30,
+                                                  gpu_sample_s=GPU_INTERVAL_S)).start())
         # staggered: all the "hosts" share this machine's 2 cores with kvwatch and 7 other jobs;
         # 64 key exchanges at once would measure the box, not the collector
         time.sleep(0.1)
@@ -94,7 +99,8 @@ def start_app(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tuple[list
     collectors: list[Collector] = []
     for i, d in enumerate(dirs):
         collector = app_collector(f"h{i}", server, store, d / "server.log", bus,
-                                  outputs=(str(d / "*" / "raw_responses.jsonl"),), gpu=True)
+                                  outputs=(str(d / "*" / "raw_responses.jsonl"),), gpu=True,
+                                  gpu_interval=GPU_INTERVAL_S)
         collector.start()
         collectors.append(collector)
         time.sleep(0.1)  # staggered, as above
@@ -131,7 +137,8 @@ def measure(kind: str, hosts: int, seconds: float) -> dict[str, object]:
             c.stop()
     ms = [x * 1000 for x in stamps.latencies]
     return {
-        "collector": kind, "hosts": hosts, "seconds": round(wall, 1), "connect_all_s": round(connect_s, 1),
+        "collector": kind, "hosts": hosts, "gpu_interval_s": GPU_INTERVAL_S,
+        "seconds": round(wall, 1), "connect_all_s": round(connect_s, 1),
         "threads": threads,
         "kvwatch_cpu_pct_of_one_core": round(100 * cpu / wall, 1),
         "kvwatch_cpu_pct_per_host": round(100 * cpu / wall / hosts, 2),
@@ -154,7 +161,7 @@ def main() -> None:
         return
     results = []
     for kind in ("follower", "app"):
-        argv = [sys.executable, __file__, str(hosts), str(seconds), kind]
+        argv = [sys.executable, __file__, str(hosts), str(seconds), kind, str(GPU_INTERVAL_S)]
         env = {**os.environ, "PYTHONPATH": "."}
         out = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True, env=env).stdout
         print(out, end="", flush=True)

@@ -59,6 +59,7 @@ class HostOptions:
     metrics_port: int | None = None
     metrics_interval: float = 5.0
     gpu_interval: float = 1.0  # GPU samples are handed to the sink this often (one transaction each)
+    gpu_sample_s: float = 1.0  # nvidia-smi's own loop interval (-lms): how often the GPUs are sampled
     wake: bool = True  # a `tail -F` wake-up stream; False = poll every poll_interval only
     clock_interval: float = 600.0  # the host's clock is read again this often (skew drift, zone change)
 
@@ -157,7 +158,7 @@ class HostFollower:
         self._discover(transport)
         self._observe(transport, list(self.tails))
         watch = self._watch(transport)
-        gpu = GpuSampler(transport) if self.options.gpu else None
+        gpu = GpuSampler(transport, interval_ms=round(1000 * self.options.gpu_sample_s)) if self.options.gpu else None
         next_glob = time.monotonic() + self.options.glob_interval
         next_clock = time.monotonic() + self.options.clock_interval
         next_metrics = next_gpu = 0.0

@@ -14,7 +14,7 @@ from kvwatch.app.config.campaign import CampaignTable
 from kvwatch.app.config.compare import CompareTable
 from kvwatch.app.config.controller import Presets, RestartTable, Vetoes
 from kvwatch.app.config.server import OptInt, OptStr, Str, strings, typed
-from kvwatch.app.config.tables import Table, invalid
+from kvwatch.app.config.tables import Table, duration_seconds, invalid
 from kvwatch.collectors.base import Transport
 from kvwatch.collectors.clock_infer import is_zone_name
 from kvwatch.collectors.transports import TRANSPORTS, TransportSpec, open_transport
@@ -37,6 +37,17 @@ def _positive_count(value: int | None) -> int | None:
     if value is not None and value <= 0:
         invalid(f"must be positive, got {value}")
     return value
+
+
+GPU_INTERVAL_S = (0.1, 3600.0)  # nvidia-smi -lms takes milliseconds; an hour is the longest that still says much
+
+
+def _gpu_interval(value: Any) -> float:
+    seconds = duration_seconds(value)
+    low, high = GPU_INTERVAL_S
+    if not low <= seconds <= high:
+        invalid(f"must be between {low:g} s and {high:g} s, got {value!r}")
+    return seconds
 
 
 def _zone(value: str | None) -> str | None:
@@ -68,6 +79,7 @@ class HostConfig(Table):
     launch: OptStr = None
     metrics_port: OptInt = None
     gpu: Annotated[bool, typed(bool)] = False
+    gpu_interval: Annotated[float, BeforeValidator(_gpu_interval)] = 1.0  # seconds between nvidia-smi samples
     timezone: Annotated[str | None, typed(str, optional=True), AfterValidator(_zone)] = None  # None: detected
     group: OptStr = None  # the job the host's run belongs to: the fleet view totals by group
     presets: Presets = Field(default_factory=dict)

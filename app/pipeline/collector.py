@@ -52,7 +52,7 @@ class HostCollector(HostFollower):
         self.bus = bus
         options = HostOptions(poll_interval=interval, glob_interval=DISCOVER_EVERY_S, gpu=host.gpu,
                               metrics_port=host.metrics_port, metrics_interval=METRICS_EVERY_S,
-                              gpu_interval=GPU_EVERY_S)
+                              gpu_interval=GPU_EVERY_S, gpu_sample_s=host.gpu_interval)
         super().__init__(host.name, lambda: open_transport(host), host_sources(host),
                          StoreSink(host.name, store, bus, timezone=host.timezone), options, backoff,
                          on_health=self._publish_health)
