@@ -12,6 +12,7 @@ const eta = (s) => (s === null || s === undefined ? "–" : s === 0 ? "done" : f
 
 // A row's last 15 minutes as a line (bucket means from /api/fleet's `spark`; a gap stays a gap).
 const SVG = "http://www.w3.org/2000/svg";
+const HEARD_MS = 10_000;
 function sparkline(values, top, label) {
   const svg = document.createElementNS(SVG, "svg");
   svg.setAttribute("class", "spark");
@@ -96,6 +97,10 @@ export function createFleetView(section, { onPick }) {
   let rows = new Map();  // host -> its row as last heard (a whole answer, then the stream's changes)
   let order = [];        // hosts, most urgent first (the server's order)
   let summary = null;    // totals and groups
+  // host -> rule -> { alert, at }: alerts the stream said fired that the server's rows have not shown yet.
+  // A row read just before the alert was stored must not blank them; the server resends a host's row on
+  // alert news, so one not confirmed within HEARD_MS (or resolved meanwhile) gives way to the rows.
+  const heard = new Map();
   const drawn = new Map();  // host -> { tr, cells, keys }: the rows on the page, written cell by cell
   // Only the rows near the screen are displayed (a spacer stands for the others): painting the table
   // costs in proportion to the rows it shows, and 256 rows painted each second are most of a frame.
@@ -122,7 +127,7 @@ export function createFleetView(section, { onPick }) {
 
   // A whole /api/fleet answer: every row, its order and the totals.
   function render(answer) {
-    rows = new Map(answer.hosts.map((r) => [r.host, r]));
+    rows = new Map(answer.hosts.map((r) => [r.host, withHeard(r)]));
     order = answer.hosts.map((r) => r.host);
     summary = answer;
     forget();
@@ -136,7 +141,7 @@ export function createFleetView(section, { onPick }) {
   function apply(change) {
     if (!summary) return;
     for (const part of change.rows || []) {
-      const row = { ...rows.get(part.host), ...part };
+      const row = withHeard({ ...rows.get(part.host), ...part });
       rows.set(part.host, row);
       const tr = drawn.get(part.host)?.tr;
       if (tr && !inView.has(tr)) stale.add(part.host);  // written when it scrolls into view
@@ -255,9 +260,31 @@ export function createFleetView(section, { onPick }) {
   // An alert that fires (the stream's `alert` event, /api/alerts's item) moves its row up at once, before
   // the server's next `fleet` event orders every row: firing alerts lead (app/fleet/attention.py's first
   // rank). Anything else waits for that event.
+  // A row with the alerts heard on the stream that it does not show yet (see `heard`); those it shows are
+  // confirmed and forgotten.
+  function withHeard(row) {
+    const pending = heard.get(row.host);
+    if (!pending) return row;
+    let alerts = row.alerts || [];
+    for (const [rule, { alert, at }] of pending) {
+      if (alerts.some((a) => a.rule === rule && a.state === "firing") || performance.now() - at > HEARD_MS) {
+        pending.delete(rule);
+      } else {
+        alerts = [...alerts.filter((a) => a.rule !== rule), alert];
+      }
+    }
+    if (!pending.size) heard.delete(row.host);
+    const firing = alerts.filter((a) => a.state === "firing").map((a) => a.rule);
+    if (!pending.size || !firing.length) return row;
+    return { ...row, alerts, attention: "alert", attention_reason: `firing: ${firing.join(", ")}` };
+  }
+
   function noteAlert(alert) {
+    if (alert && alert.state !== "firing") heard.get(alert.host)?.delete(alert.rule);
     const row = alert && alert.state === "firing" ? rows.get(alert.host) : null;
     if (!row) return;
+    if (!heard.has(row.host)) heard.set(row.host, new Map());
+    heard.get(row.host).set(alert.rule, { alert, at: performance.now() });
     const alerts = (row.alerts || []).filter((a) => a.rule !== alert.rule);
     const firing = [...alerts, alert].filter((a) => a.state === "firing").map((a) => a.rule);
     const moved = { ...row, alerts: [...alerts, alert], attention: "alert", attention_reason: `firing: ${firing.join(", ")}` };

@@ -173,3 +173,50 @@ def test_a_fleet_that_does_not_answer_does_not_hold_the_charts(fleet: tuple[str,
     for route in held:
         route.continue_()
     page.wait_for_function("document.querySelectorAll('[data-testid=fleet-row]').length === 32", timeout=10_000)
+
+
+ROWS_IN_A_PAGE = """async () => {
+  const { createFleetView } = await import('/static/fleet.js');
+  const section = document.createElement('section');
+  section.style.cssText = 'position: fixed; top: 0; left: 0; right: 0; z-index: 9999; background: white';
+  document.body.append(section);  // in view: rows out of view are written only when they scroll in
+  const frames = () => new Promise((resolve) => setTimeout(resolve, 300));
+  const view = createFleetView(section, { onPick: () => {} });
+  const row = (host) => ({ host, alerts: [], attention: 'ok', attention_reason: '', sources_at: {}, fresh_at: null });
+  const seen = () => {
+    const b = section.querySelector('[data-testid=fleet-row][data-host=b]');
+    return [section.querySelector('[data-testid=fleet-row]').dataset.host, b.dataset.attention, b.innerText];
+  };
+  const steps = [];
+  view.render({ hosts: [row('a'), row('b')], groups: [],
+                totals: { hosts: 2, gen_throughput: 0, completions: null, target_completions: null, eta_s: null } });
+  await frames();
+  view.noteAlert({ host: 'b', rule: 'token_usage_high', state: 'firing' });
+  steps.push(seen());
+  // the server's row and order, read just before the alert was stored
+  view.apply({ rows: [{ ...row('b'), attention_reason: '' }], order: ['a', 'b'] });
+  await frames();
+  steps.push(seen());
+  // the alert's news: the server's row now shows it (confirmed), then it clears
+  view.apply({ rows: [{ ...row('b'), alerts: [{ rule: 'token_usage_high', state: 'firing' }], attention: 'alert',
+                        attention_reason: 'firing: token_usage_high' }], order: ['b', 'a'] });
+  await frames();
+  steps.push(seen());
+  view.noteAlert({ host: 'b', rule: 'token_usage_high', state: 'resolved' });
+  view.apply({ rows: [row('b')], order: ['a', 'b'] });
+  await frames();
+  steps.push(seen());
+  return steps;
+}"""
+
+
+def test_a_row_read_before_its_alert_was_stored_does_not_unmark_it(fleet: tuple[str, Services], page: Any) -> None:
+    """CI, 2026-12-07: the row was at the top and marked, then a `fleet` event made from the row read just
+    before the alert was stored blanked its "needs" cell. The page keeps what the stream said fired until
+    the server's rows show it (or it resolves)."""
+    url, _ = fleet
+    open_dashboard(page, url)
+    marked, stale, confirmed, cleared = page.evaluate(ROWS_IN_A_PAGE)
+    for step in (marked, stale, confirmed):
+        assert step[:2] == ["b", "alert"] and "firing: token_usage_high" in step[2], step
+    assert cleared[:2] == ["a", "ok"] and "firing" not in cleared[2], cleared
