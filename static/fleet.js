@@ -257,9 +257,6 @@ export function createFleetView(section, { onPick }) {
     return answer;
   }
 
-  // An alert that fires (the stream's `alert` event, /api/alerts's item) moves its row up at once, before
-  // the server's next `fleet` event orders every row: firing alerts lead (app/fleet/attention.py's first
-  // rank). Anything else waits for that event.
   // A row with the alerts heard on the stream that it does not show yet (see `heard`); those it shows are
   // confirmed and forgotten.
   function withHeard(row) {
@@ -273,21 +270,24 @@ export function createFleetView(section, { onPick }) {
         alerts = [...alerts.filter((a) => a.rule !== rule), alert];
       }
     }
-    if (!pending.size) heard.delete(row.host);
+    if (!pending.size) {
+      heard.delete(row.host);
+      return row;
+    }
     const firing = alerts.filter((a) => a.state === "firing").map((a) => a.rule);
-    if (!pending.size || !firing.length) return row;
     return { ...row, alerts, attention: "alert", attention_reason: `firing: ${firing.join(", ")}` };
   }
 
+  // An alert that fires (the stream's `alert` event, /api/alerts's item) moves its row up at once, before
+  // the server's next `fleet` event orders every row: firing alerts lead (app/fleet/attention.py's first
+  // rank). Anything else waits for that event.
   function noteAlert(alert) {
     if (alert && alert.state !== "firing") heard.get(alert.host)?.delete(alert.rule);
     const row = alert && alert.state === "firing" ? rows.get(alert.host) : null;
     if (!row) return;
     if (!heard.has(row.host)) heard.set(row.host, new Map());
     heard.get(row.host).set(alert.rule, { alert, at: performance.now() });
-    const alerts = (row.alerts || []).filter((a) => a.rule !== alert.rule);
-    const firing = [...alerts, alert].filter((a) => a.state === "firing").map((a) => a.rule);
-    const moved = { ...row, alerts: [...alerts, alert], attention: "alert", attention_reason: `firing: ${firing.join(", ")}` };
+    const moved = withHeard(row);
     rows.set(row.host, moved);
     write(moved);
     const others = order.filter((host) => host !== row.host);
