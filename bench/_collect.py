@@ -49,10 +49,12 @@ class WriteStamps:
     """End offset and CLOCK_MONOTONIC write time of every appended line, per path."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # bench/fleet_phases.py holds it around `reached`
         self.pending: dict[str, deque[tuple[int, float]]] = {}
         self.latencies: list[float] = []
         self.by_path: dict[str, list[float]] = {}
+        self.arrivals: list[tuple[str, int, float]] = []  # every report: path, offset reached, when
+        self.since = time.monotonic()  # the last reset
 
     def append(self, path: Path, n: int) -> None:
         """Append decode line n to path and note when."""
@@ -67,6 +69,7 @@ class WriteStamps:
         """Everything of `path` up to `offset` has arrived (been delivered or committed) now."""
         now = time.monotonic()
         with self.lock:
+            self.arrivals.append((path, offset, now))
             queue = self.pending.get(path)
             while queue and queue[0][0] <= offset:
                 latency = now - queue.popleft()[1]
@@ -77,6 +80,33 @@ class WriteStamps:
         with self.lock:
             self.latencies.clear()
             self.by_path.clear()
+            self.arrivals.clear()
+            self.since = time.monotonic()
+
+    def settle(self, writes: list[tuple[str, int, float]]) -> list[tuple[float, int]]:
+        """Latencies of lines another process appended (`writes`: path, end offset, when), from the
+        arrivals reported since `reset`: a line arrived with the first report at or past its end made
+        after it was written. Lines written before the reset or never reached are not counted (so give
+        the last ones time to arrive).
+        Returns (write time, index into `arrivals`) for every counted line."""
+        with self.lock:
+            arrivals, since = list(self.arrivals), self.since
+        by_path: dict[str, list[int]] = {}
+        for i, (path, _, _) in enumerate(arrivals):
+            by_path.setdefault(path, []).append(i)
+        matched = []
+        for path, end, written in writes:
+            if written < since:
+                continue
+            index = next((i for i in by_path.get(path, ())
+                          if arrivals[i][1] >= end and arrivals[i][2] >= written), None)
+            if index is None:
+                continue
+            latency = arrivals[index][2] - written
+            self.latencies.append(latency)
+            self.by_path.setdefault(path, []).append(latency)
+            matched.append((written, index))
+        return matched
 
 
 class StampSink:
@@ -158,6 +188,41 @@ def tree_cpu(root: int) -> float:
             continue
         todo.extend(int(k) for k in kids)
     return total
+
+
+def children_cpu(parent: int, skip: tuple[int, ...] = ()) -> float:
+    """CPU of `parent`'s children (any thread's: the store's writer process is started by a collector
+    thread) and theirs, except the `skip` pids and the bench's appender."""
+    total = 0.0
+    for pid in descendants(parent, skip):
+        try:
+            total += proc_cpu(pid)
+        except OSError:
+            continue
+    return total
+
+
+def descendants(parent: int, skip: tuple[int, ...] = ()) -> list[int]:
+    """`parent`'s children (any thread's) and theirs, except the `skip` pids and the bench's appender.
+    It reads all of /proc: slow in a process whose interpreter lock is busy, so not inside a timed window."""
+    kids: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"bench._appender" in (entry / "cmdline").read_bytes():
+                continue
+            ppid = next(int(line.split()[1]) for line in (entry / "status").read_text().splitlines()
+                        if line.startswith("PPid:"))
+        except (OSError, StopIteration):
+            continue
+        kids.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [k for k in kids.get(parent, []) if k not in skip]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(kids.get(pid, []))
+    return found
 
 
 def status_kb(key: str, pid: int | str = "self") -> int:

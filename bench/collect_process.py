@@ -4,7 +4,7 @@ bench/collect_fleet.py builds the host collectors inside the benchmark, which le
 command itself loads (the CLI, the config, the web app's modules that `kvwatch collect` and `kvwatch
 serve` import). This one writes a kvwatch.toml with N [[hosts]] (each following a server log, an
 output-file glob and the GPU loop with a fake nvidia-smi, over one real sshd) and runs the command
-as a subprocess; a writer appends to every host's files as collect_fleet.py's does. After a warm-up
+as a subprocess; bench/_appender.py appends to every host's files as for collect_fleet.py. After a warm-up
 it reads the process's RSS and CPU from /proc, then counts the hosts that stored rows.
 
 usage: PYTHONPATH=. python bench/collect_process.py [HOSTS] [SECONDS] [TREE ...]
@@ -20,14 +20,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from contextlib import closing
 from pathlib import Path
 
-from bench._collect import WriteStamps, install_fake_nvidia_smi, proc_cpu, status_kb, tree_cpu
+from bench._appender import appending
+from bench._collect import children_cpu, install_fake_nvidia_smi, proc_cpu, status_kb, tree_cpu
 from bench._sshd import throwaway_sshd
-from bench.collect_fleet import host_dirs, writer
+from bench.collect_fleet import host_dirs
 from tests.fixtures.sshd import Sshd
 
 WARM_UP_S = 40.0  # 64 key exchanges at once on 2 cores, then every watch stream started
@@ -45,6 +45,10 @@ def write_config(server: Sshd, dirs: list[Path], db: Path) -> Path:
     return path
 
 
+def kvwatch_cpu(pid: int) -> float:
+    return proc_cpu(pid) + children_cpu(pid)
+
+
 def hosts_with_rows(db: Path) -> int:
     with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
         return int(conn.execute("SELECT COUNT(DISTINCT host) FROM samples").fetchone()[0])
@@ -59,20 +63,21 @@ def measure(tree: Path, hosts: int, seconds: float) -> dict[str, object]:
         env = {**os.environ, "PYTHONPATH": str(tree)}
         proc = subprocess.Popen([sys.executable, "-m", "kvwatch.app", "collect", "--config", str(config)],
                                 cwd=server.dir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        stop = threading.Event()
-        threading.Thread(target=writer, args=(dirs, WriteStamps(), stop), daemon=True).start()
+        appender = appending(dirs, server.dir / "appended.txt")
+        appender.__enter__()
         try:
             time.sleep(WARM_UP_S)
             if proc.poll() is not None:
                 raise SystemExit(f"{tree}: kvwatch collect exited {proc.returncode}: {proc.stderr.read()!r}")
-            cpu0, sshd0, t0 = proc_cpu(proc.pid), tree_cpu(server.proc.pid), time.monotonic()
+            # the process and its writer process (a store's commits at fleet size)
+            cpu0, sshd0, t0 = kvwatch_cpu(proc.pid), tree_cpu(server.proc.pid), time.monotonic()
             time.sleep(seconds)
             wall = time.monotonic() - t0
-            cpu, sshd_cpu = proc_cpu(proc.pid) - cpu0, tree_cpu(server.proc.pid) - sshd0
+            cpu, sshd_cpu = kvwatch_cpu(proc.pid) - cpu0, tree_cpu(server.proc.pid) - sshd0
             rss, peak = status_kb("VmRSS:", proc.pid), status_kb("VmHWM:", proc.pid)
             threads = status_kb("Threads:", proc.pid)
         finally:
-            stop.set()
+            appender.__exit__(None, None, None)
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(30)

@@ -34,6 +34,8 @@ from kvwatch.collectors.watch import Watch
 _steps = threading.local()  # this host thread's latest time of each step
 _groups: dict[int, tuple[float, float, int]] = {}  # id(batch) -> its group's start, end, size
 _lines: list[dict[str, float]] = []
+_arrival_marks: dict[int, dict[str, float]] = {}  # index of an arrival (WriteStamps.arrivals) -> its thread's marks
+_txn_cpu: list[tuple[float, float, int]] = []  # each group transaction: wall s, its thread's CPU s, batches
 
 
 def _mark(step: str) -> None:
@@ -70,34 +72,42 @@ def _instrument() -> None:
         original_commit(self, batch)
 
     def group_commit(self: GroupCommit, group: list[Any]) -> None:
-        start = time.monotonic()
+        start, cpu0 = time.monotonic(), time.thread_time()
         original_group(self, group)
         end = time.monotonic()
+        _txn_cpu.append((end - start, time.thread_time() - cpu0, len(group)))
         for queued in group:
             _groups[id(queued.batch)] = (start, end, len(group))
 
     def reached(self: collect.WriteStamps, path: str, offset: int) -> None:
-        now, marks = time.monotonic(), dict(getattr(_steps, "marks", {}))
-        with self.lock:
-            written = [t for end, t in self.pending.get(path, ()) if end <= offset]
+        marks = dict(getattr(_steps, "marks", {}))
         group = _groups.pop(getattr(_steps, "batch", 0), None)
-        for t in written:
-            _lines.append({"written": t, "stored": now, **marks,
-                           **({"group_start": group[0], "group_end": group[1], "group_size": group[2]}
-                              if group else {})})
-        original_reached(self, path, offset)
+        with self.lock:  # this arrival's index in self.arrivals is the count before it (an RLock)
+            _arrival_marks[len(self.arrivals)] = {
+                **marks, **({"group_start": group[0], "group_end": group[1], "group_size": group[2]} if group else {})}
+            original_reached(self, path, offset)
+
+    def settle(self: collect.WriteStamps, writes: list[tuple[str, int, float]]) -> list[tuple[float, int]]:
+        matched = original_settle(self, writes)
+        for written, index in matched:
+            _lines.append({"written": written, "stored": self.arrivals[index][2], **_arrival_marks.get(index, {})})
+        return matched
 
     def store_commit(self: collect.TimedStore, batch: Any) -> None:
         _steps.batch = id(batch)
         commit(self, batch)
 
     original_reached, original_reset = collect.WriteStamps.reached, collect.WriteStamps.reset
+    original_settle = collect.WriteStamps.settle
+    collect.WriteStamps.settle = settle  # type: ignore[method-assign]
     collect.TimedStore.commit = store_commit  # type: ignore[method-assign]
     GroupCommit._commit = group_commit  # type: ignore[method-assign]
     collect.WriteStamps.reached = reached  # type: ignore[method-assign]
 
     def reset(self: collect.WriteStamps) -> None:
         _lines.clear()
+        _arrival_marks.clear()
+        _txn_cpu.clear()
         original_reset(self)
 
     collect.WriteStamps.reset = reset  # type: ignore[method-assign]
@@ -134,6 +144,10 @@ def main() -> None:
             by_span.setdefault(span, []).append(value)
     for span, values in by_span.items():
         print(json.dumps({"span": span, **_summary(values)}), flush=True)
+    if _txn_cpu:
+        wall, cpu = sum(t[0] for t in _txn_cpu), sum(t[1] for t in _txn_cpu)
+        print(json.dumps({"group_transactions": len(_txn_cpu), "wall_s": round(wall, 1), "thread_cpu_s": round(cpu, 1),
+                          "cpu_share_of_wall": round(cpu / max(wall, 1e-9), 2)}))
     sizes = sorted(line["group_size"] for line in _lines if "group_size" in line)
     if sizes:
         print(json.dumps({"group_size_batches": {"p50": sizes[len(sizes) // 2], "p95": sizes[int(0.95 * len(sizes))]}}))
