@@ -39,7 +39,7 @@ def append_until_stopped(dirs: list[Path], stamps: list[tuple[str, int, float]])
                     handle.write(OUTPUT_LINE)
         # a late tick is not made up for: a burst of catching up would offer more than the schedule
         next_at = max(next_at + TICK_S, time.monotonic())
-        time.sleep(next_at - time.monotonic())
+        time.sleep(max(0.0, next_at - time.monotonic()))
 
 
 @contextmanager
