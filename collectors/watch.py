@@ -7,15 +7,22 @@ change within ~1 ms, so the loop polls when something happened, and on a slow ti
 The stream carries only a wake-up: data is still read by the exact Tail, at exact offsets, so
 nothing `tail -F` does at rotation or truncation can misplace a byte. `tr -dc '\\n'` keeps one
 byte per appended line, so a busy JSONL file is not sent twice.
+
+Where tail cannot use inotify (logs on NFS or Lustre, which GNU tail polls by design, or a host
+whose user has used up its inotify instances: 128 by default, and editors' file watchers take many),
+it polls every `-s` seconds: 1 s by default, so every wake-up came up to a second late. POLL_S keeps
+that fallback at a fifth of a second: a stat of the followed files 5 times a second on the host.
 """
 
 from __future__ import annotations
 
 from kvwatch.collectors.base import CollectorError, Stream, Transport
 
+POLL_S = 0.2
+_TAIL = f"tail -q -n 0 -F -s {POLL_S} --"
 _SCRIPT = (
-    'if command -v stdbuf >/dev/null 2>&1; then tail -q -n 0 -F -- "$@" 2>&1 | stdbuf -o0 tr -dc "\\n"; '
-    'else tail -q -n 0 -F -- "$@" 2>&1; fi'
+    f'if command -v stdbuf >/dev/null 2>&1; then {_TAIL} "$@" 2>&1 | stdbuf -o0 tr -dc "\\n"; '
+    f'else {_TAIL} "$@" 2>&1; fi'
 )
 
 
