@@ -190,41 +190,6 @@ def tree_cpu(root: int) -> float:
     return total
 
 
-def children_cpu(parent: int, skip: tuple[int, ...] = ()) -> float:
-    """CPU of `parent`'s children (any thread's: the store's writer process is started by a collector
-    thread) and theirs, except the `skip` pids and the bench's appender."""
-    total = 0.0
-    for pid in descendants(parent, skip):
-        try:
-            total += proc_cpu(pid)
-        except OSError:
-            continue
-    return total
-
-
-def descendants(parent: int, skip: tuple[int, ...] = ()) -> list[int]:
-    """`parent`'s children (any thread's) and theirs, except the `skip` pids and the bench's appender.
-    It reads all of /proc: slow in a process whose interpreter lock is busy, so not inside a timed window."""
-    kids: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if b"bench._appender" in (entry / "cmdline").read_bytes():
-                continue
-            ppid = next(int(line.split()[1]) for line in (entry / "status").read_text().splitlines()
-                        if line.startswith("PPid:"))
-        except (OSError, StopIteration):
-            continue
-        kids.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [k for k in kids.get(parent, []) if k not in skip]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(kids.get(pid, []))
-    return found
-
-
 def status_kb(key: str, pid: int | str = "self") -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key):

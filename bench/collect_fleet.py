@@ -28,9 +28,7 @@ from bench._collect import (
     WriteStamps,
     app_collector,
     app_store,
-    descendants,
     install_fake_nvidia_smi,
-    proc_cpu,
     status_kb,
     tree_cpu,
 )
@@ -126,24 +124,19 @@ def measured(kind: str, hosts: int, seconds: float, server: Sshd, counter: Any, 
     """CPU, memory and what arrived over `seconds` after a warm-up, and when that window ended (the
     latencies of the lines appended in it are settled later)."""
     time.sleep(20)  # warm-up: every watch stream started (a login shell per exec is slow under load)
-    # kvwatch's CPU is this process's and its children's (the store's writer process at fleet size);
-    # everything slow to read (all of /proc, the sshd tree) is read outside the timed window
-    kids = descendants(os.getpid(), skip=(server.proc.pid,))
-    kids0, sshd0 = sum(map(proc_cpu, kids)), tree_cpu(server.proc.pid)
+    # the sshd tree is slow to read in a process whose interpreter lock is busy: outside the timed window
+    sshd0 = tree_cpu(server.proc.pid)
     stamps.reset()
     counts0, cpu0, t0 = dict(counter.counts), time.process_time(), time.monotonic()
     time.sleep(seconds)
     cpu, t1, counts = time.process_time() - cpu0, time.monotonic(), dict(counter.counts)
     wall = t1 - t0
-    kids_cpu = sum(map(proc_cpu, kids)) - kids0
-    cpu += kids_cpu
     sshd_cpu, rss = tree_cpu(server.proc.pid) - sshd0, status_kb("VmRSS")
     return {
         "collector": kind, "hosts": hosts, "gpu_interval_s": GPU_INTERVAL_S, "seconds": round(wall, 1),
         "threads": threading.active_count(),
         "kvwatch_cpu_pct_of_one_core": round(100 * cpu / wall, 1),
         "kvwatch_cpu_pct_per_host": round(100 * cpu / wall / hosts, 2),
-        "of_which_child_processes_pct": round(100 * kids_cpu / wall, 1),
         "rss_mb": round(rss / 1024), "rss_growth_mb": round((rss - rss0) / 1024),
         "peak_rss_mb": round(status_kb("VmHWM") / 1024),
         # follower: lines delivered by kind; app: rows (samples + events) committed by source

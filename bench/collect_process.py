@@ -21,11 +21,12 @@ import sqlite3
 import subprocess
 import sys
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from bench._appender import appending
-from bench._collect import children_cpu, install_fake_nvidia_smi, proc_cpu, status_kb, tree_cpu
+from bench._collect import install_fake_nvidia_smi, proc_cpu, status_kb, tree_cpu
 from bench._sshd import throwaway_sshd
 from bench.collect_fleet import host_dirs
 from tests.fixtures.sshd import Sshd
@@ -45,21 +46,24 @@ def write_config(server: Sshd, dirs: list[Path], db: Path) -> Path:
     return path
 
 
-def kvwatch_cpu(pid: int) -> float:
-    return proc_cpu(pid) + children_cpu(pid)
-
-
 def hosts_with_rows(db: Path) -> int:
     with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
         return int(conn.execute("SELECT COUNT(DISTINCT host) FROM samples").fetchone()[0])
 
 
-def measure(tree: Path, hosts: int, seconds: float) -> dict[str, object]:
+@contextmanager
+def fleet_on_sshd(hosts: int) -> Iterator[tuple[Sshd, list[Path], Path, Path]]:
+    """A throwaway sshd with `hosts` host folders and a fake nvidia-smi; the store's path and the
+    kvwatch.toml naming them h0, h1, ..."""
     with throwaway_sshd() as server:
         install_fake_nvidia_smi(server)
         dirs = host_dirs(server, hosts)
         db = server.dir / "kvwatch.db"
-        config = write_config(server, dirs, db)
+        yield server, dirs, db, write_config(server, dirs, db)
+
+
+def measure(tree: Path, hosts: int, seconds: float) -> dict[str, object]:
+    with fleet_on_sshd(hosts) as (server, dirs, db, config):
         env = {**os.environ, "PYTHONPATH": str(tree)}
         proc = subprocess.Popen([sys.executable, "-m", "kvwatch.app", "collect", "--config", str(config)],
                                 cwd=server.dir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -68,12 +72,13 @@ def measure(tree: Path, hosts: int, seconds: float) -> dict[str, object]:
         try:
             time.sleep(WARM_UP_S)
             if proc.poll() is not None:
-                raise SystemExit(f"{tree}: kvwatch collect exited {proc.returncode}: {proc.stderr.read()!r}")
-            # the process and its writer process (a store's commits at fleet size)
-            cpu0, sshd0, t0 = kvwatch_cpu(proc.pid), tree_cpu(server.proc.pid), time.monotonic()
+                said = proc.stderr.read() if proc.stderr else b""
+                said = proc.stderr.read() if proc.stderr else b""
+                raise SystemExit(f"{tree}: kvwatch collect exited {proc.returncode}: {said!r}")
+            cpu0, sshd0, t0 = proc_cpu(proc.pid), tree_cpu(server.proc.pid), time.monotonic()
             time.sleep(seconds)
             wall = time.monotonic() - t0
-            cpu, sshd_cpu = kvwatch_cpu(proc.pid) - cpu0, tree_cpu(server.proc.pid) - sshd0
+            cpu, sshd_cpu = proc_cpu(proc.pid) - cpu0, tree_cpu(server.proc.pid) - sshd0
             rss, peak = status_kb("VmRSS:", proc.pid), status_kb("VmHWM:", proc.pid)
             threads = status_kb("Threads:", proc.pid)
         finally:

@@ -5,7 +5,7 @@ mostly spent waiting for it (bench/fleet_phases.py). `collect --only` runs a par
 process (each with a lock of its own) on a shared store. This bench runs HOSTS hosts (a server log,
 an output glob and the GPU loop each, over one real sshd, as bench/collect_process.py) as 1 and as
 PROCESSES processes, one after the other in one invocation, and reports for each: the processes' CPU
-(with their children) and RSS summed, and append->visible latency: a line counts as arrived when a
+and RSS summed, and append->visible latency: a line counts as arrived when a
 reader of the store sees the server log's stored offset at or past its end (polled every 50 ms, so
 up to 50 ms later than the commit).
 
@@ -26,10 +26,9 @@ from contextlib import closing
 from pathlib import Path
 
 from bench._appender import appending
-from bench._collect import WriteStamps, install_fake_nvidia_smi, status_kb, tree_cpu
-from bench._sshd import pct, throwaway_sshd
-from bench.collect_fleet import host_dirs
-from bench.collect_process import hosts_with_rows, kvwatch_cpu, write_config
+from bench._collect import WriteStamps, proc_cpu, status_kb, tree_cpu
+from bench._sshd import pct
+from bench.collect_process import fleet_on_sshd, hosts_with_rows
 
 CONNECT_TIMEOUT_S = 300.0
 WARM_UP_S = 20.0
@@ -61,11 +60,7 @@ def start(config: Path, names: list[str], processes: int, cwd: Path) -> list[sub
 
 
 def measure(hosts: int, seconds: float, processes: int) -> dict[str, object]:
-    with throwaway_sshd() as server:
-        install_fake_nvidia_smi(server)
-        dirs = host_dirs(server, hosts)
-        db = server.dir / "kvwatch.db"
-        config = write_config(server, dirs, db)
+    with fleet_on_sshd(hosts) as (server, dirs, db, config):
         procs = start(config, [f"h{i}" for i in range(hosts)], processes, server.dir)
         stamps, stop = WriteStamps(), threading.Event()
         try:
@@ -78,12 +73,12 @@ def measure(hosts: int, seconds: float, processes: int) -> dict[str, object]:
                 connect_s = time.monotonic() - t_connect
                 threading.Thread(target=watch_offsets, args=(db, stamps, stop), daemon=True).start()
                 time.sleep(WARM_UP_S)
-                cpu0, sshd0 = sum(kvwatch_cpu(p.pid) for p in procs), tree_cpu(server.proc.pid)
+                cpu0, sshd0 = sum(proc_cpu(p.pid) for p in procs), tree_cpu(server.proc.pid)
                 stamps.reset()
                 t0 = time.monotonic()
                 time.sleep(seconds)
                 t1 = time.monotonic()
-                cpu, sshd_cpu = sum(kvwatch_cpu(p.pid) for p in procs) - cpu0, tree_cpu(server.proc.pid) - sshd0
+                cpu, sshd_cpu = sum(proc_cpu(p.pid) for p in procs) - cpu0, tree_cpu(server.proc.pid) - sshd0
                 rss = sum(status_kb("VmRSS:", p.pid) for p in procs)
             time.sleep(10)  # the window's last lines arrive
             stop.set()
