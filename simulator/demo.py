@@ -22,6 +22,7 @@ same log; the client retries through the restarts and keeps appending to
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -55,6 +56,9 @@ __all__ = ["BASE_FLAGS", "DEMO_LOAD_S", "DRAIN_S", "MODEL_PATH", "PRESETS", "PRE
 
 DEMO_DATASETS = DATASETS[1:]  # B1 was done before the story starts
 STOP_GRACE_S = 15.0  # after SIGTERM, a simulated server's drain (DRAIN_S of story time) and its exit
+STOP_DRAIN_S = 30.0  # how long the story waits for its server to exit after SIGTERM before killing it
+STOP_WAIT_S = STOP_DRAIN_S + 10.0  # a person's restart waits this long for a server the story is stopping
+log = logging.getLogger(__name__)
 
 # In kvwatch.toml's [[vetoes]] shape: flag, value (a glob on the value as text), reason.
 VETOES: tuple[dict[str, str], ...] = (
@@ -100,6 +104,7 @@ class DemoWorld:
     # after a person took the wheel, and hands over the one it started last.
     _wheel: threading.Lock = field(default_factory=threading.Lock)
     _story_server: subprocess.Popen[bytes] | None = None
+    _stopping: subprocess.Popen[bytes] | None = None  # the story's server it is stopping (SIGTERM sent, draining)
     _handed: bool = False
     wheel_taken_at: float | None = None  # when a person's restart stopped the story
     story: tuple[tuple[str, float | None], ...] = ()  # the configs this world plays, in order
@@ -173,8 +178,25 @@ class DemoWorld:
             server = self._story_server
             if self._handed or server is None or server.poll() is not None:
                 return
-            adopt(server.pid)
-            self._handed = True
+            if server is not self._stopping:
+                adopt(server.pid)
+                self._handed = True
+                return
+        # The story was between two configs: its server drains and exits, and (the story being over) no
+        # next one starts. Nothing to hand over; waiting frees the port before the person's server starts.
+        try:
+            server.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            log.warning("demo: the story's server %d is still stopping", server.pid)
+
+    def _stop_story_server(self, server: subprocess.Popen[bytes]) -> None:
+        with self._wheel:
+            self._stopping = server
+        try:
+            _stop_server(server)
+        finally:
+            with self._wheel:
+                self._stopping = None
 
     def _start_story_server(self, preset: str, first: bool) -> bool:
         """Start the story's next server, unless the story is over; False then."""
@@ -239,7 +261,7 @@ def _story(world: DemoWorld) -> None:
     server = None
     for index, (preset, run_s) in enumerate(world.story or STORY):
         if server is not None:
-            _stop_server(server)
+            world._stop_story_server(server)
         if not world._start_story_server(preset, first=index == 0):
             return
         server = world._story_server
@@ -250,7 +272,7 @@ def _story(world: DemoWorld) -> None:
 def _stop_server(server: subprocess.Popen[bytes]) -> None:
     server.send_signal(signal.SIGTERM)
     try:
-        server.wait(timeout=30)
+        server.wait(timeout=STOP_DRAIN_S)
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()
