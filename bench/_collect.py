@@ -190,6 +190,13 @@ def tree_cpu(root: int) -> float:
     return total
 
 
+def machine_busy_s() -> float:
+    """CPU seconds this machine's cores have been busy (all processes, exited ones included)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def status_kb(key: str, pid: int | str = "self") -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key):

@@ -29,6 +29,7 @@ from bench._collect import (
     app_collector,
     app_store,
     install_fake_nvidia_smi,
+    machine_busy_s,
     status_kb,
     tree_cpu,
 )
@@ -128,9 +129,10 @@ def measured(kind: str, hosts: int, seconds: float, server: Sshd, counter: Any, 
     sshd0 = tree_cpu(server.proc.pid)
     stamps.reset()
     counts0, cpu0, t0 = dict(counter.counts), time.process_time(), time.monotonic()
+    busy0 = machine_busy_s()
     time.sleep(seconds)
     cpu, t1, counts = time.process_time() - cpu0, time.monotonic(), dict(counter.counts)
-    wall = t1 - t0
+    wall, busy = t1 - t0, machine_busy_s() - busy0
     sshd_cpu, rss = tree_cpu(server.proc.pid) - sshd0, status_kb("VmRSS")
     return {
         "collector": kind, "hosts": hosts, "gpu_interval_s": GPU_INTERVAL_S, "seconds": round(wall, 1),
@@ -142,7 +144,12 @@ def measured(kind: str, hosts: int, seconds: float, server: Sshd, counter: Any, 
         # follower: lines delivered by kind; app: rows (samples + events) committed by source
         "arrived_by_kind": {k: v - counts0.get(k, 0) for k, v in counts.items()},
         "sshd_side_cpu_pct_of_one_core": round(100 * sshd_cpu / wall, 1),
+        # everything on this machine but kvwatch: the hosts' side with its short-lived processes (a stat
+        # a poll where the host has no perl), the appender, the kernel's share; sshd_side misses the exited
+        "machine_cpu_pct_of_one_core": round(100 * busy / wall, 1),
+        "others_cpu_pct_of_one_core": round(100 * (busy - cpu) / wall, 1),
         "load_avg": os.getloadavg()[0],
+        "inotify_max_user_instances": int(Path("/proc/sys/fs/inotify/max_user_instances").read_text()),
     }, t1
 
 
