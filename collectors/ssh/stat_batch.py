@@ -33,8 +33,9 @@ PERL_STAT_SERVER = (
     ' print "$tag @out\\n"; }'
 )
 # Sent to the `sh` the channel runs; it answers with HELLO either way. Nothing else is sent before the
-# hello: a shell may read ahead of the line that execs perl, and perl must see every request.
-START = (f"command -v perl >/dev/null 2>&1 && exec perl -e '{PERL_STAT_SERVER}'\n"
+# hello: a shell may read ahead of the line that starts perl, and perl must see every request. perl is
+# not exec'd: one that cannot start (a broken install) leaves the shell to answer instead.
+START = (f"command -v perl >/dev/null 2>&1 && perl -e '{PERL_STAT_SERVER}'\n"
          f'echo "{HELLO} sh"\n')
 
 

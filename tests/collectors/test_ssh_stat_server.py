@@ -52,6 +52,14 @@ def without_perl() -> Iterator[tuple[Sshd, Path]]:
     yield from host_with(TOOLS)
 
 
+@pytest.fixture
+def with_broken_perl() -> Iterator[tuple[Sshd, Path]]:
+    for server, calls in host_with(TOOLS):
+        (server.dir / "tools" / "perl").write_text("#!/bin/sh\necho 'perl: cannot start' >&2\nexit 2\n")
+        (server.dir / "tools" / "perl").chmod(0o755)
+        yield server, calls
+
+
 def files(tmp_path: Path) -> tuple[list[str], dict[str, os.stat_result | None]]:
     """Awkward names, a symlink, a missing file and a path under a file; what os.stat says of each."""
     plain = tmp_path / "server.log"
@@ -106,5 +114,16 @@ def test_a_host_without_perl_answers_the_same_through_sh(without_perl: tuple[Ssh
         assert_answers(transport, tmp_path)
         assert transport._shell is not None and transport._shell.server == "sh"
         assert len(calls.read_text().split()) >= 6  # one `stat` a path at least
+    finally:
+        transport.close()
+
+
+def test_a_host_whose_perl_cannot_start_is_answered_by_sh(with_broken_perl: tuple[Sshd, Path],
+                                                          tmp_path: Path) -> None:
+    server, _ = with_broken_perl
+    transport = server.connect()
+    try:
+        assert_answers(transport, tmp_path)
+        assert transport._shell is not None and transport._shell.server == "sh"
     finally:
         transport.close()
