@@ -172,7 +172,7 @@ def test_a_fleet_that_does_not_answer_does_not_hold_the_charts(fleet: tuple[str,
     assert held, "the page never asked for the fleet"
     for route in held:
         route.continue_()
-    page.wait_for_function("document.querySelectorAll('[data-testid=fleet-row]').length === 32", timeout=10_000)
+    page.wait_for_function("document.querySelectorAll('[data-testid=fleet-row]').length === 32", timeout=30_000)
 
 
 ROWS_IN_A_PAGE = """async () => {

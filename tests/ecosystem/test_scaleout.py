@@ -71,7 +71,7 @@ def test_two_collectors_one_web_app(pg_url: str, tmp_path: Path) -> None:
     only_h2 = write_config(tmp_path / "b.toml", database, {"h2": logs["h2"]})  # collector B: its own file
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with kvwatch_processes(tmp_path) as start, httpx.Client(base_url=base, timeout=10) as client:
+    with kvwatch_processes(tmp_path) as start, httpx.Client(base_url=base, timeout=30) as client:
         a = start("collector-a", ["collect", "--config", str(shared), "--only", "h1"])
         b = start("collector-b", ["collect", "--config", str(only_h2)])
         web = start("web", ["serve", "--no-collect", "--config", str(shared), "--port", str(port)])
@@ -100,7 +100,7 @@ def test_two_collectors_one_web_app(pg_url: str, tmp_path: Path) -> None:
         assert "already collected by" in intruder.stderr and f":{a.proc.pid}" in intruder.stderr
 
         assert a.signal(signal.SIGTERM) == 0, a.stderr  # docker stop / systemd: a normal end
-        wait_for(lambda: client.get("/api/hosts").json()[0]["state"] == "stopped", 15, "h1 shown stopped", everyone)
+        wait_for(lambda: client.get("/api/hosts").json()[0]["state"] == "stopped", 30, "h1 shown stopped", everyone)
         assert b.signal(signal.SIGINT) == 130, b.stderr  # Ctrl-C
 
         # Each line stored once: no duplicate from the refused collector or from the restarts.
@@ -310,7 +310,7 @@ def test_a_stalled_holder_is_replaced_once_stale_and_sends_nothing_after(
             apps.a.proc.send_signal(signal.SIGCONT)
         # A wakes with the recovery unevaluated and a lease it no longer trusts: it follows, sends nothing.
         wait_for(lambda: [x["state"] for x in httpx.get(f"{apps.a_base}/api/alerts").json() if x["rule"] == RULE]
-                 == ["resolved"], 10, "A showing the RESOLVED that B stored", apps.everyone)
+                 == ["resolved"], 30, "A showing the RESOLVED that B stored", apps.everyone)
         time.sleep(3)
         assert sent_states(receiver) == ["firing", "resolved"]
         assert lease_pid(apps.store) == apps.b.proc.pid
