@@ -65,7 +65,7 @@ def build_services(config: Config, collect: bool = True, controllers: bool = Tru
     except ConfigError:
         services.store.close()
         raise
-    collectors = {h.name: host_collector(h, services) for h in config.hosts} if collect else {}
+    collectors = {h.name: host_collector(h, services, len(config.hosts)) for h in config.hosts} if collect else {}
     services.registries = Registries(config, collectors, made)
     services.background.extend(_helpers(services, collect))
     if controllers:  # campaigns restart through the controllers, in the process that has them
@@ -86,8 +86,9 @@ def _helpers(services: Services, collect: bool) -> list[StoreRelay | Heartbeat |
     return helpers
 
 
-def host_collector(host: HostConfig, services: Services) -> HostCollector:
-    return HostCollector(host, services.store, services.bus, HostConfig.open_transport)
+def host_collector(host: HostConfig, services: Services, fleet_hosts: int) -> HostCollector:
+    """`fleet_hosts`: how many hosts this process collects (an unset `gpu_interval` depends on it)."""
+    return HostCollector(host, services.store, services.bus, HostConfig.open_transport, fleet_hosts=fleet_hosts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +129,8 @@ def next_registries(services: Services, config: Config, controllers: Mapping[str
     replaced = changes.removed + changes.changed
     stop = tuple(running.collectors[name] for name in replaced if name in running.collectors)
     collectors = {name: c for name, c in running.collectors.items() if name not in replaced}
-    fresh = {name: host_collector(hosts[name], services) for name in changes.added + changes.changed} if collect else {}
+    fresh = ({name: host_collector(hosts[name], services, len(hosts)) for name in changes.added + changes.changed}
+             if collect else {})
     collectors.update(fresh)
     ordered = {name: collectors[name] for name in hosts if name in collectors}  # in the config's order
     return RegistryChange(Registries(config, ordered, controllers), stop, tuple(fresh.values()))

@@ -154,16 +154,20 @@ def app_store(database: Path, stamps: WriteStamps) -> TimedStore:
 
 
 def app_collector(name: str, server: Sshd, store: TimedStore, server_log: Path, bus: EventBus | None = None,
-                  outputs: tuple[str, ...] = (), gpu: bool = False, gpu_interval: float = 1.0) -> HostCollector:
-    """A HostCollector exactly as `kvwatch serve` builds it (runner.build_services), over real sshd."""
+                  outputs: tuple[str, ...] = (), gpu: bool = False, gpu_interval: float | None = None,
+                  fleet_hosts: int = 1) -> HostCollector:
+    """A HostCollector exactly as `kvwatch serve` builds it (app/build.py), over real sshd, in a process
+    collecting `fleet_hosts` hosts. `gpu_interval` None: the host's table leaves it unset."""
     from kvwatch.app.bus import EventBus
     from kvwatch.app.config import HostConfig
     from kvwatch.app.pipeline.collector import HostCollector
 
+    table: dict[str, Any] = {"gpu_interval": gpu_interval} if gpu_interval is not None else {}
     host = HostConfig(name=name, ssh=server.spec, identity_file=server.key_path,
                       known_hosts=server.known_hosts_path, server_log=str(server_log), outputs=outputs, gpu=gpu,
-                      gpu_interval=gpu_interval)
-    return HostCollector(host, store, bus or EventBus(), HostConfig.open_transport)  # type: ignore[arg-type]
+                      **table)
+    return HostCollector(host, store, bus or EventBus(), HostConfig.open_transport,  # type: ignore[arg-type]
+                         fleet_hosts=fleet_hosts)
 
 
 def install_fake_nvidia_smi(server: Sshd) -> None:

@@ -8,7 +8,8 @@ store (arrival = the commit returned). `both` (default) runs each in its own pro
 so RSS and CPU are each collector's own. Reports kvwatch's CPU (% of one core, per host), RSS, and
 append-to-arrival p50/p95 for the server-log lines; the sshd side (all sessions and their
 tail/nvidia-smi children) is reported separately because on a real fleet it runs on the GPU hosts.
-GPU_INTERVAL_S (default 1) is every host's `gpu_interval`: the nvidia-smi loop's interval.
+GPU_INTERVAL_S is every host's `gpu_interval` (the nvidia-smi loop's interval); `auto` (the default) leaves
+it unset, as a kvwatch.toml that does not name it: 1 s, or 5 s in a process collecting more than 64 hosts.
 """
 
 from __future__ import annotations
@@ -56,7 +57,12 @@ def host_dirs(server: Sshd, hosts: int) -> list[Path]:
     return dirs
 
 
-GPU_INTERVAL_S = float(sys.argv[4]) if len(sys.argv) > 4 else 1.0
+GPU_INTERVAL_S = float(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] != "auto" else None
+
+
+def follower_gpu_s(hosts: int) -> float:
+    """The follower has no config: the interval the app would pick (app/pipeline/collector.gpu_sample_s)."""
+    return GPU_INTERVAL_S if GPU_INTERVAL_S is not None else (5.0 if hosts > 64 else 1.0)
 
 
 def start_followers(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tuple[list[Collector], Any]:
@@ -67,7 +73,7 @@ def start_followers(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tupl
                    SourceSpec("outputs", str(d / "*" / "raw_responses.jsonl"))]
         followers.append(HostFollower(f"h{i}", lambda: SshTransport(target).connect(), sources, sink,
                                       HostOptions(poll_interval=2.0, gpu=True, glob_interval=30,
-                                                  gpu_sample_s=GPU_INTERVAL_S)).start())
+                                                  gpu_sample_s=follower_gpu_s(len(dirs)))).start())
         # staggered: all the "hosts" share this machine's 2 cores with kvwatch and 7 other jobs;
         # 64 key exchanges at once would measure the box, not the collector
         time.sleep(0.1)
@@ -88,7 +94,7 @@ def start_app(server: Sshd, dirs: list[Path], stamps: WriteStamps) -> tuple[list
     for i, d in enumerate(dirs):
         collector = app_collector(f"h{i}", server, store, d / "server.log", bus,
                                   outputs=(str(d / "*" / "raw_responses.jsonl"),), gpu=True,
-                                  gpu_interval=GPU_INTERVAL_S)
+                                  gpu_interval=GPU_INTERVAL_S, fleet_hosts=len(dirs))
         collector.start()
         collectors.append(collector)
         time.sleep(0.1)  # staggered, as above
@@ -135,7 +141,7 @@ def measured(kind: str, hosts: int, seconds: float, server: Sshd, counter: Any, 
     wall, busy = t1 - t0, machine_busy_s() - busy0
     sshd_cpu, rss = tree_cpu(server.proc.pid) - sshd0, status_kb("VmRSS")
     return {
-        "collector": kind, "hosts": hosts, "gpu_interval_s": GPU_INTERVAL_S, "seconds": round(wall, 1),
+        "collector": kind, "hosts": hosts, "gpu_interval_s": GPU_INTERVAL_S or "auto", "seconds": round(wall, 1),
         "threads": threading.active_count(),
         "kvwatch_cpu_pct_of_one_core": round(100 * cpu / wall, 1),
         "kvwatch_cpu_pct_per_host": round(100 * cpu / wall / hosts, 2),
@@ -162,7 +168,7 @@ def main() -> None:
         return
     results = []
     for kind in ("follower", "app"):
-        argv = [sys.executable, __file__, str(hosts), str(seconds), kind, str(GPU_INTERVAL_S)]
+        argv = [sys.executable, __file__, str(hosts), str(seconds), kind, str(GPU_INTERVAL_S or "auto")]
         env = {**os.environ, "PYTHONPATH": "."}
         out = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True, env=env).stdout
         print(out, end="", flush=True)

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from kvwatch.app.build import build_services
 from kvwatch.app.bus import EventBus
+from kvwatch.app.commands.collect import collected
 from kvwatch.app.config import HostConfig, load_config
 from kvwatch.app.pipeline.collector import HostCollector
 from kvwatch.app.store import open_store
@@ -50,3 +52,40 @@ def test_the_gpu_loop_samples_at_the_hosts_interval(tmp_path: Path, monkeypatch:
     finally:
         collector.stop()
     assert argv[argv.index("-lms") + 1] == lms, argv
+
+
+def _fleet_config(tmp_path: Path, hosts: int, table: str = "") -> Path:
+    (tmp_path / "server.log").touch()
+    lines = [f"[server]\ndata_dir = '{tmp_path}'\n"]
+    for i in range(hosts):
+        lines.append(f"[[hosts]]\nname = 'gpu{i}'\nssh = 'local'\nserver_log = '{tmp_path / 'server.log'}'\n"
+                     f"gpu = true\n{table if i == 0 else ''}")
+    path = tmp_path / "kvwatch.toml"
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize(("hosts", "table", "first", "others"), [
+    (64, "", 1.0, 1.0),  # up to 64 hosts a process: every second
+    (65, "", 5.0, 5.0),  # more: every 5 s where the host's table does not say
+    (65, "gpu_interval = 1\n", 1.0, 5.0),  # a host that names its interval keeps it
+])
+def test_an_unset_gpu_interval_follows_how_many_hosts_the_process_collects(
+        tmp_path: Path, hosts: int, table: str, first: float, others: float) -> None:
+    config = load_config(_fleet_config(tmp_path, hosts, table))
+    assert config.hosts[1].gpu_interval == 1.0  # the table's value reads as before
+    services = build_services(config, controllers=False)
+    try:
+        sampled = [c.options.gpu_sample_s for c in services.collectors.values()]
+    finally:
+        services.stop()
+    assert sampled[0] == first and set(sampled[1:]) == {others}
+
+
+def test_collect_only_decides_by_the_hosts_it_collects(tmp_path: Path) -> None:
+    config = collected(load_config(_fleet_config(tmp_path, 65)), ",".join(f"gpu{i}" for i in range(10)))
+    services = build_services(config, controllers=False, web=False)
+    try:
+        assert {c.options.gpu_sample_s for c in services.collectors.values()} == {1.0}
+    finally:
+        services.stop()
