@@ -76,6 +76,8 @@ class ConfigReloader:
         config = config.model_copy(update={"server": self._server(config.server)})
         change = next_registries(self.services, config, controllers, collect=self.collect)
         for collector in change.stop:  # first: a changed host's new collector resumes from its offsets
+            collector.request_stop()
+        for collector in change.stop:
             collector.stop()
         self.services.registries = change.registries  # the one swap readers see
         if self.collect:

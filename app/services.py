@@ -87,6 +87,8 @@ class Services:
         if self.alerts is not None:  # before the store closes: it flushes alert states into it
             self.alerts.stop()
             self.alerts = None
+        for collector in self.collectors.values():  # all at once: one by one, 256 hosts took a minute
+            collector.request_stop()
         for collector in self.collectors.values():
             collector.stop()
         # After the collectors (the heartbeat's last word is their final state), before the store closes.

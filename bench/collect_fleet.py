@@ -116,6 +116,8 @@ def measure(kind: str, hosts: int, seconds: float) -> dict[str, object]:
             result, window_end = measured(kind, hosts, seconds, server, counter, stamps, rss0)
         time.sleep(10)  # the window's last lines arrive: counting only those reached by then would drop the slowest
         stamps.settle([w for w in writes if w[2] <= window_end])
+        for c in running:  # all asked first: one by one, each waits out its loop's current wait
+            getattr(c, "request_stop", lambda: None)()  # (a baseline from before it existed: one by one)
         for c in running:
             c.stop()
     ms = [x * 1000 for x in stamps.latencies]

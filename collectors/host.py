@@ -91,6 +91,10 @@ class HostFollower:
     def is_alive(self) -> bool:
         return self._loop.running
 
+    def request_stop(self) -> None:
+        """Ask the loop to end (after its current wait, at most a poll interval), without waiting for it."""
+        self._loop.request_stop()
+
     def stop(self, timeout: float = 10.0) -> None:
         self._loop.stop(timeout)
         self.health.set_state("stopped")

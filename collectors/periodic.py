@@ -58,10 +58,15 @@ class Periodic:
         """Inside a tick: pause up to `seconds`; True when the loop is stopping (give up the tick)."""
         return self._stopped.wait(seconds)
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Ends the loop after the tick in progress; waits for it at most `timeout` (None: an interval + 5 s)."""
+    def request_stop(self) -> None:
+        """Ask the loop to end after the tick in progress, without waiting: many loops stopped one after
+        the other each wait out their tick's current pause, so stop them all first, then `stop()` each."""
         self._stopped.set()
         self._wake.set()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Ends the loop after the tick in progress; waits for it at most `timeout` (None: an interval + 5 s)."""
+        self.request_stop()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(self.interval() + 5 if timeout is None else timeout)
 
