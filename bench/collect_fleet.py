@@ -116,15 +116,17 @@ def measure(kind: str, hosts: int, seconds: float) -> dict[str, object]:
             result, window_end = measured(kind, hosts, seconds, server, counter, stamps, rss0)
         time.sleep(10)  # the window's last lines arrive: counting only those reached by then would drop the slowest
         stamps.settle([w for w in writes if w[2] <= window_end])
+        stopping = time.monotonic()
         for c in running:  # all asked first: one by one, each waits out its loop's current wait
             getattr(c, "request_stop", lambda: None)()  # (a baseline from before it existed: one by one)
         for c in running:
             c.stop()
+        stop_s = time.monotonic() - stopping
     ms = [x * 1000 for x in stamps.latencies]
     if os.environ.get("KVWATCH_BENCH_DEBUG"):
         for path, lat in sorted(stamps.by_path.items()):
             print(path, len(lat), round(1000 * pct(lat, 0.5)), round(1000 * pct(lat, 0.95)))
-    return {**result, "connect_all_s": round(connect_s, 1), "server_lines": len(ms),
+    return {**result, "connect_all_s": round(connect_s, 1), "stop_all_s": round(stop_s, 1), "server_lines": len(ms),
             "p50_ms": round(pct(ms, 0.5), 1), "p95_ms": round(pct(ms, 0.95), 1)}
 
 

@@ -127,3 +127,18 @@ def test_a_host_whose_perl_cannot_start_is_answered_by_sh(with_broken_perl: tupl
         assert transport._shell is not None and transport._shell.server == "sh"
     finally:
         transport.close()
+
+
+def test_a_poll_of_6000_files_is_one_answer(sshd: Sshd, tmp_path: Path) -> None:
+    """A glob over thousands of output files: the answer line is longer than 64 KiB."""
+    paths = []
+    for i in range(6000):
+        path = tmp_path / f"shard-{i:05d}.jsonl"
+        path.write_bytes(b"z" * (i % 7))
+        paths.append(str(path))
+    transport = sshd.connect()
+    try:
+        found = transport.stat_many(paths)
+    finally:
+        transport.close()
+    assert [found[p].size if found[p] is not None else None for p in paths] == [i % 7 for i in range(6000)]
