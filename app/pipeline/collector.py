@@ -30,7 +30,7 @@ GPU_EVERY_S = 5.0
 # A host's GPUs are sampled every `gpu_interval` seconds when its table says so; unset, every second,
 # except in a process collecting more than FLEET_GPU_HOSTS hosts: there every FLEET_GPU_SAMPLE_S. GPU rows
 # are four in five of what a host stores, and at 256 hosts 1-s samples kept a line's append->stored p95 at
-# 1.4-1.7 s against 0.65 s with 5-s samples (bench/collect_fleet.py, BENCHMARKS.md).
+# 1.4-1.7 s against 0.65-0.93 s with 5-s samples (bench/collect_fleet.py, BENCHMARKS.md).
 GPU_SAMPLE_S = 1.0
 FLEET_GPU_SAMPLE_S = 5.0
 FLEET_GPU_HOSTS = 64
