@@ -13,6 +13,7 @@ perl hex-encoded (no quoting at all) and `sh` only shell-quoted.
 
 from __future__ import annotations
 
+import secrets
 import shlex
 import threading
 import time
@@ -23,21 +24,24 @@ from kvwatch.collectors.base import CollectorError, FileStat, SourceMissing, Str
 
 # An answer is about 20 bytes a path: 64 KiB failed a poll of 6,000 output files; this still bounds garbage.
 _MAX_LINE = 4 * 1024 * 1024
-HELLO = "kvwatch-stat"
 # Answers "inode size mtime" a path, or "- - -" where stat(2) fails (missing, a symlink loop, a parent not
 # searchable), as the `sh` loop's `[ -e ]` decides: the read that follows names the error. stat() follows
-# symlinks, as `stat -L`; mtime in whole seconds, as %Y.
+# symlinks, as `stat -L`; mtime in whole seconds, as %Y. HELLO is replaced by the connection's own hello.
 PERL_STAT_SERVER = (
-    '$| = 1; print "kvwatch-stat perl\\n";'
+    '$| = 1; print "HELLO perl\\n";'
     " while (defined(my $line = <STDIN>)) { chomp $line; my ($tag, @paths) = split / /, $line; my @out;"
     ' for my $hex (@paths) { my @st = stat(pack("H*", $hex)); push @out, @st ? "$st[1] $st[7] $st[9]" : "- - -"; }'
     ' print "$tag @out\\n"; }'
 )
-# Sent to the `sh` the channel runs; it answers with HELLO either way. Nothing else is sent before the
-# hello: a shell may read ahead of the line that starts perl, and perl must see every request. perl is
-# not exec'd: one that cannot start (a broken install) leaves the shell to answer instead.
-START = (f"command -v perl >/dev/null 2>&1 && perl -e '{PERL_STAT_SERVER}'\n"
-         f'echo "{HELLO} sh"\n')
+
+
+def start_lines(hello: str) -> str:
+    """What the channel's `sh` is sent first: it answers `hello perl` or `hello sh`. The hello is new each
+    connection, so no login banner or start-up file's output can pass for it. Nothing else is sent before
+    it: a shell may read ahead of the line that starts perl, and perl must see every request. perl is not
+    exec'd: one that cannot start (a broken install) leaves the shell to answer instead."""
+    script = PERL_STAT_SERVER.replace("HELLO", hello)
+    return f"command -v perl >/dev/null 2>&1 && perl -e '{script}'\necho \"{hello} sh\"\n"
 
 
 class StatShell:
@@ -58,9 +62,10 @@ class StatShell:
     def _started(self) -> str:
         """Start the answering process on the first request (under the lock) and learn which it is."""
         if self._server is None:
-            self._send(START)
+            hello = f"kvwatch-stat-{secrets.token_hex(8)}"
+            self._send(start_lines(hello))
             deadline = time.monotonic() + self._timeout
-            while not (line := self._line(deadline).decode(errors="replace")).startswith(HELLO + " "):
+            while not (line := self._line(deadline).decode(errors="replace")).startswith(hello + " "):
                 pass  # a start-up file's output before the hello
             self._server = "perl" if line.split()[1] == "perl" else "sh"
         return self._server

@@ -142,3 +142,25 @@ def test_a_poll_of_6000_files_is_one_answer(sshd: Sshd, tmp_path: Path) -> None:
     finally:
         transport.close()
     assert [found[p].size if found[p] is not None else None for p in paths] == [i % 7 for i in range(6000)]
+
+
+@pytest.fixture
+def banner_that_says_hello() -> Iterator[Sshd]:
+    """Every session's shell first prints what an older kvwatch took for the stat process's hello."""
+    d = Path(tempfile.mkdtemp(prefix="kvwatch-sshd-hello-"))
+    (d / "banner.sh").write_text("echo 'kvwatch-stat sh'\necho 'kvwatch-stat perl'\n")
+    server = start_sshd(d, env={"BASH_ENV": str(d / "banner.sh")})
+    try:
+        yield server
+    finally:
+        stop_process(server.proc)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_banner_cannot_pass_for_the_hello(banner_that_says_hello: Sshd, tmp_path: Path) -> None:
+    transport = banner_that_says_hello.connect()
+    try:
+        assert_answers(transport, tmp_path)
+        assert transport._shell is not None and transport._shell.server == "perl"
+    finally:
+        transport.close()
