@@ -141,7 +141,8 @@ def test_a_poll_of_6000_files_is_one_answer(sshd: Sshd, tmp_path: Path) -> None:
         found = transport.stat_many(paths)
     finally:
         transport.close()
-    assert [found[p].size if found[p] is not None else None for p in paths] == [i % 7 for i in range(6000)]
+    sizes = [stat.size if (stat := found[p]) is not None else None for p in paths]
+    assert sizes == [i % 7 for i in range(6000)]
 
 
 @pytest.fixture
