@@ -7,7 +7,8 @@
 - Data: small reads through one SFTP client (exact offsets, binary-safe); large reads through one
   streaming exec `tail -c +N`, plain or piped through `gzip -1` as measured fastest
   (collectors/ssh/catchup.py; SFTP's 32 KiB round trips manage ~8 MB/s, exec ~200 MB/s).
-- Inode: SFTP has none, so `stat` goes through a long-lived shell (collectors/ssh/stat_batch.py).
+- Inode: SFTP has none, so `stat` goes through a long-lived process: the host's perl, or sh
+  (collectors/ssh/stat_batch.py).
 """
 
 from __future__ import annotations
