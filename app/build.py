@@ -86,7 +86,7 @@ def _helpers(services: Services, collect: bool) -> list[StoreRelay | Heartbeat |
     return helpers
 
 
-def host_collector(host: HostConfig, services: Services, fleet_hosts: int) -> HostCollector:
+def host_collector(host: HostConfig, services: Services, fleet_hosts: int = 1) -> HostCollector:
     """`fleet_hosts`: how many hosts this process collects (an unset `gpu_interval` depends on it)."""
     return HostCollector(host, services.store, services.bus, HostConfig.open_transport, fleet_hosts=fleet_hosts)
 
