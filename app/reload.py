@@ -29,6 +29,7 @@ from kvwatch.app.config import Config, ServerConfig, load_config
 from kvwatch.app.controller.swap import ControllerSwap, plan_swap
 from kvwatch.app.errors import KvwatchError
 from kvwatch.app.owners import this_owner
+from kvwatch.app.pipeline.collector import stop_all
 from kvwatch.app.pipeline.heartbeat import claim_hosts
 from kvwatch.app.pipeline.switching import fit_switch_interval
 from kvwatch.app.services import Services
@@ -75,10 +76,7 @@ class ConfigReloader:
             controllers = swap.apply(running.controllers)
         config = config.model_copy(update={"server": self._server(config.server)})
         change = next_registries(self.services, config, controllers, collect=self.collect)
-        for collector in change.stop:  # first: a changed host's new collector resumes from its offsets
-            collector.request_stop()
-        for collector in change.stop:
-            collector.stop()
+        stop_all(change.stop)  # first: a changed host's new collector resumes from its offsets
         self.services.registries = change.registries  # the one swap readers see
         if self.collect:
             fit_switch_interval(len(self.services.collectors))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from kvwatch.app.pipeline.batches import CATCHUP_EVENT
 from kvwatch.app.runner import build_services
 from kvwatch.app.services import Services
 from tests.app.slice_helpers import wait_until
-from tests.fixtures.sshd import SSHD, Sshd, require_component, start_sshd, stop_process
+from tests.fixtures.sshd import SSHD, Sshd, own_sshd, require_component
 
 pytestmark = pytest.mark.sshd
 UTC8 = dt.timezone(dt.timedelta(hours=8))
@@ -45,15 +44,11 @@ exec /bin/date -d "@$(( ${{now%.*}} + skew )).${{now#*.}}" "$@"
 def shanghai() -> Iterator[Sshd]:
     require_component("OpenSSH server (/usr/sbin/sshd)", os.path.exists(SSHD))
     d = Path(tempfile.mkdtemp(prefix="kvwatch-sshd-tz-"))
-    server = start_sshd(d, env={"TZ": "Asia/Shanghai"})
-    shim = server.bin_dir / "date"
-    shim.write_text(DATE_SHIM.format(skew=d / "skew"))
-    shim.chmod(0o755)
-    try:
+    with own_sshd(d, env={"TZ": "Asia/Shanghai"}) as server:
+        shim = server.bin_dir / "date"
+        shim.write_text(DATE_SHIM.format(skew=d / "skew"))
+        shim.chmod(0o755)
         yield server
-    finally:
-        stop_process(server.proc)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def set_skew(server: Sshd, seconds: int) -> None:

@@ -6,9 +6,9 @@ with a sentence that says so instead of paramiko's "Garbage packet received"."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -20,7 +20,7 @@ from kvwatch.app.config import Config, HostConfig, ServerConfig
 from kvwatch.app.runner import build_services
 from kvwatch.collectors.base import ConnectFailed
 from tests.app.slice_helpers import wait_until
-from tests.fixtures.sshd import SSHD, Sshd, require_component, start_sshd, stop_process
+from tests.fixtures.sshd import SSHD, Sshd, own_sshd, require_component
 
 pytestmark = pytest.mark.sshd
 BANNER = "echo 'Welcome to gpu-node-07 (Ubuntu 22.04)'; echo '*** scheduled maintenance 2026-12-24 ***'\n"
@@ -29,21 +29,17 @@ DECODE = ("[{stamp} TP0] Decode batch, #running-req: {n}, #token: 1000, token us
           "gen throughput (token/s): 900.00, #queue-req: 0\n")
 
 
-def _start(sftp: str) -> tuple[Sshd, Path]:
+def _chatty_sshd(sftp: str) -> contextlib.AbstractContextManager[Sshd]:
     require_component("OpenSSH server (/usr/sbin/sshd)", os.path.exists(SSHD))
     d = Path(tempfile.mkdtemp(prefix="kvwatch-sshd-banner-"))
     (d / "banner.sh").write_text(BANNER)
-    return start_sshd(d, env={"TZ": "Asia/Shanghai", "BASH_ENV": str(d / "banner.sh")}, sftp=sftp), d
+    return own_sshd(d, env={"TZ": "Asia/Shanghai", "BASH_ENV": str(d / "banner.sh")}, sftp=sftp)
 
 
 @pytest.fixture(scope="module")
 def chatty() -> Iterator[Sshd]:
-    server, d = _start("internal-sftp")
-    try:
+    with _chatty_sshd("internal-sftp") as server:
         yield server
-    finally:
-        stop_process(server.proc)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_answers_and_streams_are_the_commands_own(chatty: Sshd, tmp_path: Path) -> None:
@@ -93,10 +89,6 @@ def test_a_utc_plus_8_host_with_a_banner_stores_every_line(chatty: Sshd, tmp_pat
 
 
 def test_a_banner_that_reaches_sftp_is_named() -> None:
-    server, d = _start("/usr/lib/openssh/sftp-server")
-    try:
-        with pytest.raises(ConnectFailed, match=r"prints text on non-interactive sessions .* breaks SFTP"):
-            server.connect()
-    finally:
-        stop_process(server.proc)
-        shutil.rmtree(d, ignore_errors=True)
+    with _chatty_sshd("/usr/lib/openssh/sftp-server") as server, \
+            pytest.raises(ConnectFailed, match=r"prints text on non-interactive sessions .* breaks SFTP"):
+        server.connect()

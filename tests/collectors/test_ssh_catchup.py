@@ -17,7 +17,7 @@ from kvwatch.collectors.ssh.catchup import PROBE, Compression
 from kvwatch.collectors.ssh.transport import SshOptions, SshTransport
 from kvwatch.collectors.tail import Tail
 from tests.collectors.harness import Sink, append, assert_exactly_once, numbered
-from tests.fixtures.sshd import Sshd, start_sshd, stop_process
+from tests.fixtures.sshd import Sshd, own_sshd
 
 pytestmark = pytest.mark.sshd
 
@@ -161,12 +161,8 @@ def sshd_without_gzip() -> Iterator[Sshd]:
         found = shutil.which(name)
         assert found is not None, name
         (tools / name).symlink_to(found)
-    server = start_sshd(d, path=str(tools))
-    try:
+    with own_sshd(d, path=str(tools)) as server:
         yield server
-    finally:
-        stop_process(server.proc)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_host_without_gzip_reads_plain(sshd_without_gzip: Sshd, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ whole-second mtime of the file a path names (symlinks followed), None for a miss
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -14,14 +15,16 @@ import pytest
 
 from kvwatch.collectors.base import SourceMissing
 from kvwatch.collectors.ssh.transport import SshTransport
-from tests.fixtures.sshd import Sshd, start_sshd, stop_process
+from tests.fixtures.sshd import Sshd, own_sshd
 
 TOOLS = ("sh", "head", "tr", "tail", "cat")
 # every `stat` the host runs is written down before the real one runs
 COUNTING_STAT = '#!/bin/sh\necho "$$" >> "{log}"\nexec {real} "$@"\n'
 
 
-def host_with(tools: tuple[str, ...]) -> Iterator[tuple[Sshd, Path]]:
+@contextlib.contextmanager
+def host_with(tools: tuple[str, ...], broken_perl: bool = False) -> Iterator[tuple[Sshd, Path]]:
+    """An sshd whose sessions' PATH has `tools` and a counting `stat` (and a perl that exits at once)."""
     d = Path(tempfile.mkdtemp(prefix="kvwatch-sshd-stat-"))
     bin_dir, calls = d / "tools", d / "stat-calls"
     bin_dir.mkdir()
@@ -31,33 +34,33 @@ def host_with(tools: tuple[str, ...]) -> Iterator[tuple[Sshd, Path]]:
         (bin_dir / name).symlink_to(found)
     real = shutil.which("stat")
     assert real is not None
-    (bin_dir / "stat").write_text(COUNTING_STAT.format(log=calls, real=real))
-    (bin_dir / "stat").chmod(0o755)
+    scripts = {"stat": COUNTING_STAT.format(log=calls, real=real)}
+    if broken_perl:
+        scripts["perl"] = "#!/bin/sh\necho 'perl: cannot start' >&2\nexit 2\n"
+    for name, text in scripts.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
     calls.touch()
-    server = start_sshd(d, path=str(bin_dir))
-    try:
+    with own_sshd(d, path=str(bin_dir)) as server:
         yield server, calls
-    finally:
-        stop_process(server.proc)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
 def with_perl() -> Iterator[tuple[Sshd, Path]]:
-    yield from host_with((*TOOLS, "perl"))
+    with host_with((*TOOLS, "perl")) as host:
+        yield host
 
 
 @pytest.fixture
 def without_perl() -> Iterator[tuple[Sshd, Path]]:
-    yield from host_with(TOOLS)
+    with host_with(TOOLS) as host:
+        yield host
 
 
 @pytest.fixture
 def with_broken_perl() -> Iterator[tuple[Sshd, Path]]:
-    for server, calls in host_with(TOOLS):
-        (server.dir / "tools" / "perl").write_text("#!/bin/sh\necho 'perl: cannot start' >&2\nexit 2\n")
-        (server.dir / "tools" / "perl").chmod(0o755)
-        yield server, calls
+    with host_with(TOOLS, broken_perl=True) as host:
+        yield host
 
 
 def files(tmp_path: Path) -> tuple[list[str], dict[str, os.stat_result | None]]:
@@ -93,40 +96,43 @@ def assert_answers(transport: SshTransport, tmp_path: Path) -> None:
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
 
 
-def test_a_host_with_perl_answers_polls_without_starting_a_process(with_perl: tuple[Sshd, Path],
-                                                                      tmp_path: Path) -> None:
-    server, calls = with_perl
+@contextlib.contextmanager
+def answered(server: Sshd, tmp_path: Path) -> Iterator[str | None]:
+    """Connect, check the answers (`assert_answers`), and give what answered: "perl" or "sh"."""
     transport = server.connect()
     try:
         assert_answers(transport, tmp_path)
-        for _ in range(20):
-            transport.stat_many([str(tmp_path / "server.log")])
-        assert transport._shell is not None and transport._shell.server == "perl"
-        assert calls.read_text() == ""  # no `stat` ran on the host, for 22 requests
+        assert transport._shell is not None
+        yield transport._shell.server
     finally:
         transport.close()
+
+
+def test_a_host_with_perl_answers_polls_without_starting_a_process(with_perl: tuple[Sshd, Path],
+                                                                      tmp_path: Path) -> None:
+    server, calls = with_perl
+    with answered(server, tmp_path) as answering:
+        assert answering == "perl"
+    transport = server.connect()
+    try:
+        for _ in range(20):
+            transport.stat_many([str(tmp_path / "server.log")])
+    finally:
+        transport.close()
+    assert calls.read_text() == ""  # no `stat` ran on the host, for 23 requests over two connections
 
 
 def test_a_host_without_perl_answers_the_same_through_sh(without_perl: tuple[Sshd, Path], tmp_path: Path) -> None:
     server, calls = without_perl
-    transport = server.connect()
-    try:
-        assert_answers(transport, tmp_path)
-        assert transport._shell is not None and transport._shell.server == "sh"
-        assert len(calls.read_text().split()) >= 6  # one `stat` a path at least
-    finally:
-        transport.close()
+    with answered(server, tmp_path) as answering:
+        assert answering == "sh"
+    assert len(calls.read_text().split()) >= 6  # one `stat` a path at least
 
 
 def test_a_host_whose_perl_cannot_start_is_answered_by_sh(with_broken_perl: tuple[Sshd, Path],
                                                           tmp_path: Path) -> None:
-    server, _ = with_broken_perl
-    transport = server.connect()
-    try:
-        assert_answers(transport, tmp_path)
-        assert transport._shell is not None and transport._shell.server == "sh"
-    finally:
-        transport.close()
+    with answered(with_broken_perl[0], tmp_path) as answering:
+        assert answering == "sh"
 
 
 def test_a_poll_of_6000_files_is_one_answer(sshd: Sshd, tmp_path: Path) -> None:
@@ -150,18 +156,10 @@ def banner_that_says_hello() -> Iterator[Sshd]:
     """Every session's shell first prints what an older kvwatch took for the stat process's hello."""
     d = Path(tempfile.mkdtemp(prefix="kvwatch-sshd-hello-"))
     (d / "banner.sh").write_text("echo 'kvwatch-stat sh'\necho 'kvwatch-stat perl'\n")
-    server = start_sshd(d, env={"BASH_ENV": str(d / "banner.sh")})
-    try:
+    with own_sshd(d, env={"BASH_ENV": str(d / "banner.sh")}) as server:
         yield server
-    finally:
-        stop_process(server.proc)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_a_banner_cannot_pass_for_the_hello(banner_that_says_hello: Sshd, tmp_path: Path) -> None:
-    transport = banner_that_says_hello.connect()
-    try:
-        assert_answers(transport, tmp_path)
-        assert transport._shell is not None and transport._shell.server == "perl"
-    finally:
-        transport.close()
+    with answered(banner_that_says_hello, tmp_path) as answering:
+        assert answering == "perl"
