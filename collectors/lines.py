@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, replace
+from itertools import accumulate, count, repeat
+from operator import add
 from typing import Any
 
 from kvwatch.collectors.base import Line
@@ -64,13 +66,32 @@ class LineSplitter:
             start = first + 1
         else:
             start = 0
-        parts = data[start:].split(b"\n")
-        self._hold(parts.pop())
-        self._emit_many(lines, parts, base + start)
+        last = data.rfind(b"\n")
+        if last >= start:
+            body = data[start:last]
+            if not self._emit_plain(lines, body, base + start):
+                self._emit_many(lines, body.split(b"\n"), base + start)
+        self._hold(data[last + 1:])
         return lines
 
+    def _emit_plain(self, out: list[Line], body: bytes, end: int) -> bool:
+        """A catch-up's usual block (ASCII, no CR, no line over the limit) split and wrapped by C
+        iterators: no Python code runs per line. False, with nothing emitted, for any other block."""
+        if not body.isascii() or b"\r" in body:
+            return False
+        texts = body.decode("ascii").split("\n")
+        if max(map(len, texts)) > self.max_line:
+            return False
+        ends = accumulate(map(add, map(len, texts), repeat(1)), add, initial=end)
+        next(ends)
+        fields = zip(repeat(self.source), repeat(self.generation), ends, count(self.line_no + 1), texts)
+        out.extend(map(tuple.__new__, repeat(Line), fields))
+        self.line_no += len(texts)
+        self.offset = end + len(body) + 1
+        return True
+
     def _emit_many(self, out: list[Line], parts: list[bytes], end: int) -> None:
-        """The hot loop of a catch-up: kept flat, a tuple built directly per line."""
+        """Line by line, for blocks `_emit_plain` does not take (non-ASCII, CR, over-long lines)."""
         new, source, generation, line_no = tuple.__new__, self.source, self.generation, self.line_no
         for raw in parts:
             end += len(raw) + 1
