@@ -48,7 +48,7 @@ REPLAY_IDLE_S = 300.0
 class Published:
     seq: int
     event: str
-    raw: str  # the event's data as JSON, encoded once for all subscribers (and all the log keeps)
+    raw: str  # the event's data as JSON, encoded once for all subscribers (and the log); "" when none wanted it
     epoch: str
     host: str | None = None  # the host the event is about, when its data names one (a stream's filter)
 
@@ -142,12 +142,17 @@ class EventBus:
             self._listeners = tuple(known for known in self._listeners if known != listener)
 
     def publish(self, event: str, data: Any) -> Published:
-        raw = _json(data)
+        # Encoded only for a page that listens or may resume (a catch-up publishes thousands of points a
+        # second, often with no page open); outside the lock, unless a page came in meanwhile.
+        raw = _json(data) if self._wanted() else None
         with self._lock:  # numbering and queueing in one order, whichever thread publishes
             self._seq += 1
             host = data.get("host") if isinstance(data, dict) else None
-            item = Published(self._seq, event, raw, self.epoch, host if isinstance(host, str) else None)
-            if self._subscribers or time.monotonic() - self._last_listened <= self._replay_idle_s:
+            wanted = self._wanted()
+            if wanted and raw is None:
+                raw = _json(data)
+            item = Published(self._seq, event, raw or "", self.epoch, host if isinstance(host, str) else None)
+            if wanted:
                 self._keep(item)
             elif self._log:
                 self._log.clear()
@@ -163,6 +168,10 @@ class EventBus:
             except Exception:  # a follower's bug never stops the stream or the collector publishing
                 log.exception("bus listener %r failed on %s", listener, event)
         return item
+
+    def _wanted(self) -> bool:
+        """A page listens, or listened recently enough to resume from the replay log."""
+        return bool(self._subscribers) or time.monotonic() - self._last_listened <= self._replay_idle_s
 
     def _keep(self, item: Published) -> None:
         """Into the replay log; the oldest events leave while it is over its count or size (the newest

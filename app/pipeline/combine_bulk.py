@@ -31,13 +31,19 @@ class PartSeries(NamedTuple):
     seq: npt.NDArray[np.int64]  # their positions in the batch's arrival order
 
 
-def _latest_at(parts: list[PartSeries], initial: list[float], at: npt.NDArray[np.int64], t: bool = False) -> F64:
-    """Matrix (len(at) x parts): each part's latest value (or time) at or before each position."""
-    out = np.empty((len(at), len(parts)), dtype=np.float64)
+def _positions(parts: list[PartSeries], at: npt.NDArray[np.int64]) -> list[npt.NDArray[np.intp]]:
+    """Per part, the index of its latest sample at or before each position (-1: none yet)."""
+    return [np.searchsorted(part.seq, at, side="right") - 1 for part in parts]
+
+
+def _latest_at(parts: list[PartSeries], initial: list[float], idx: list[npt.NDArray[np.intp]],
+               t: bool = False) -> F64:
+    """Matrix (positions x parts): each part's latest value (or time) at the positions `idx` was taken
+    for; a part's `initial` before its first sample."""
+    out = np.empty((len(idx[0]), len(parts)), dtype=np.float64)
     for j, part in enumerate(parts):
-        idx = np.searchsorted(part.seq, at, side="right") - 1
         src = part.col.t if t else part.col.v
-        out[:, j] = np.where(idx >= 0, src[np.maximum(idx, 0)], initial[j])
+        out[:, j] = np.where(idx[j] >= 0, src[np.maximum(idx[j], 0)], initial[j])
     return out
 
 
@@ -68,11 +74,12 @@ def _combine_metric(aggregator: RankAggregator, metric: str, parts: list[PartSer
     seq = np.concatenate([p.seq for p in parts])
     order = np.argsort(seq, kind="stable")
     at, t = seq[order], np.concatenate([p.col.t for p in parts])[order]
-    values = _latest_at(parts, [state.latest.get(n, np.nan) for n in names], at)
+    idx = _positions(parts, at)
+    values = _latest_at(parts, [state.latest.get(n, np.nan) for n in names], idx)
     if state.entry.drops_silent:
         # a part never heard in this process (seeded) stays: its last heard time counts as +inf
         heard = _latest_at(parts, [state.seen.get(n, np.inf if n in state.latest else -np.inf) for n in names],
-                           at, t=True)
+                           idx, t=True)
         heard = np.maximum.accumulate(heard, axis=0)
         limits = np.array([state.limits.get(n, _batch_limit(p.col.t)) for n, p in zip(names, parts, strict=True)])
         values = np.where(t[:, None] - heard <= limits[None, :], values, np.nan)
@@ -92,7 +99,7 @@ def _combine_metric(aggregator: RankAggregator, metric: str, parts: list[PartSer
 def _weight_of(part: PartSeries | None, initial: float, at: npt.NDArray[np.int64]) -> F64:
     if part is None:
         return np.full(len(at), initial)
-    return _latest_at([part], [initial], at)[:, 0]
+    return _latest_at([part], [initial], _positions([part], at))[:, 0]
 
 
 def _batch_limit(t: F64) -> float:

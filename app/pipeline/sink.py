@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kvwatch.app.bus import EventBus
 from kvwatch.app.metrics_catalog.names import COMPLETIONS
@@ -45,6 +47,8 @@ log = logging.getLogger(__name__)
 PUBLISHED_EVENTS = {"capacity": "run", "server_args": "run", "event": "event"}
 PUBLISH_POINTS = 1000  # per series and backlog batch on the stream; the store has them all. Encoding them
 # is most of a batch's cost beyond storing it: 2,000 a 4 MiB read made a catch-up 10 % slower (bench/attach_history.py)
+SHORT_RUN = 32  # up to this many points a metric, stamps are counted one by one (numpy costs more)
+F64 = npt.NDArray[np.float64]
 
 
 def page_stamp(t: float) -> int:
@@ -58,19 +62,38 @@ class StampRuns:
     def __init__(self) -> None:
         self._last: dict[str, tuple[int | None, int]] = {}
 
-    def advance(self, metric: str, points: list[list[float]]) -> int:
-        """The count of earlier points at `points[0]`'s stamp; then `points` are counted too."""
-        if not points:
+    def advance(self, metric: str, times: Sequence[float] | F64) -> int:
+        """The count of earlier points at `times[0]`'s stamp; then these points are counted too."""
+        if not len(times):
             return 0
+        if len(times) > SHORT_RUN:  # a backlog batch's points: counted in arrays
+            return self._advance_many(metric, np.trunc(np.asarray(times, dtype=np.float64) * 1000).astype(np.int64))
         stamp, count = self._last.get(metric, (None, 0))
-        before = count if page_stamp(points[0][0]) == stamp else 0
-        for t, _ in points:
+        before = count if page_stamp(times[0]) == stamp else 0
+        for t in times:
             if page_stamp(t) == stamp:
                 count += 1
             else:
                 stamp, count = page_stamp(t), 1
         self._last[metric] = (stamp, count)
         return before
+
+    def _advance_many(self, metric: str, stamps: npt.NDArray[np.int64]) -> int:
+        stamp, count = self._last.get(metric, (None, 0))
+        before = count if stamps[0] == stamp else 0
+        last = int(stamps[-1])
+        other = np.flatnonzero(stamps != last)
+        # the last run starts after the last point of another stamp, or continues the earlier one
+        count = len(stamps) - 1 - int(other[-1]) if len(other) else (count if last == stamp else 0) + len(stamps)
+        self._last[metric] = (last, count)
+        return before
+
+
+def _flat(parts: list[Any]) -> Sequence[float] | F64:
+    """Floats (live samples) and arrays (backlog columns) as one sequence, in order."""
+    if not any(isinstance(part, np.ndarray) for part in parts):
+        return parts
+    return np.concatenate([part if isinstance(part, np.ndarray) else np.array([part]) for part in parts])
 
 
 class StoreSink:
@@ -163,17 +186,21 @@ class StoreSink:
 
     def _publish(self, batch: Batch) -> None:
         points: dict[str, list[list[float]]] = {}
+        times: dict[str, list[Any]] = {}  # per metric: the points' times, floats and arrays in points' order
         for sample in batch.samples:
             if not sample.rank:
                 points.setdefault(sample.metric, []).append([sample.t, sample.v])
+                times.setdefault(sample.metric, []).append(sample.t)
         for col in batch.columns:  # a backlog batch: its history thinned (the page redraws it downsampled)
             if not col.rank and len(col.t):
                 keep = np.unique(np.linspace(0, len(col.t) - 1, min(len(col.t), PUBLISH_POINTS)).astype(np.intp))
+                t = col.t[keep]
                 points.setdefault(col.metric, []).extend(
-                    [t, v] for t, v in zip(col.t[keep].tolist(), col.v[keep].tolist(), strict=True))
+                    [t, v] for t, v in zip(t.tolist(), col.v[keep].tolist(), strict=True))
+                times.setdefault(col.metric, []).append(t)
         if points:
             # stamp_index: the page tells a new point from one its history holds by position in its stamp
-            first = {metric: self._stamps.advance(metric, values) for metric, values in points.items()}
+            first = {metric: self._stamps.advance(metric, _flat(times[metric])) for metric in points}
             self.bus.publish("sample", {"host": self.host, "points": points, "stamp_index": first})
         for event in batch.events:
             if event.kind in PUBLISHED_EVENTS:

@@ -47,23 +47,27 @@ def chunk_rows(host: str, metric: str, rank: str, t: F64, v: F64) -> list[tuple[
 def bucket_table(t: F64, v: F64, width: int) -> F64:
     """Samples -> one row of BUCKET_COLUMNS per bucket they fall in, in bucket order."""
     bucket = np.floor(t / width) * width
-    order = np.lexsort((t, bucket))  # by bucket, then time: a bucket's last row is its newest sample
-    b, tt, vv = bucket[order], t[order], v[order]
-    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
-    ends = np.r_[starts[1:], len(b)] - 1
-    imin = _first_extreme(vv, starts, np.minimum)
-    imax = _first_extreme(vv, starts, np.maximum)
-    return np.column_stack((b[starts], np.diff(np.r_[starts, len(b)]), np.add.reduceat(vv, starts),
-                            tt[imin], vv[imin], tt[imax], vv[imax], tt[ends], vv[ends]))
+    if len(t) > 1 and not (t[1:] >= t[:-1]).all():  # samples come in time order, but not always
+        order = np.lexsort((t, bucket))  # by bucket, then time: a bucket's last row is its newest sample
+        bucket, t, v = bucket[order], t[order], v[order]
+    starts = np.flatnonzero(np.concatenate(([True], bucket[1:] != bucket[:-1])))
+    sizes = np.diff(np.append(starts, len(bucket)))
+    ends = starts + sizes - 1
+    group = np.repeat(np.arange(len(starts)), sizes)
+    imin = _first_extreme(v, starts, group, np.minimum)
+    imax = _first_extreme(v, starts, group, np.maximum)
+    return np.column_stack((bucket[starts], sizes, np.add.reduceat(v, starts),
+                            t[imin], v[imin], t[imax], v[imax], t[ends], v[ends]))
 
 
-def _first_extreme(v: F64, starts: npt.NDArray[np.intp], op: np.ufunc) -> npt.NDArray[np.intp]:
-    """Per group (rows from each start to the next), the index of its first row holding the extreme."""
+def _first_extreme(v: F64, starts: npt.NDArray[np.intp], group: npt.NDArray[np.intp],
+                   op: np.ufunc) -> npt.NDArray[np.intp]:
+    """Per group (rows from each start to the next; `group` each row's), the index of its first row
+    holding the extreme."""
     extreme = op.reduceat(v, starts)
-    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(v)]))
     hit = np.flatnonzero(v == extreme[group])
-    first = np.r_[True, group[hit][1:] != group[hit][:-1]]
-    return hit[first]
+    groups = group[hit]
+    return hit[np.concatenate(([True], groups[1:] != groups[:-1]))]
 
 
 def read_buckets(run: Run, key: tuple[str, str, str], width: int, low: float | None, high: float | None) -> F64:

@@ -85,3 +85,19 @@ def test_collect_without_the_web_app_keeps_no_replay_log(tmp_path: Path, monkeyp
         assert len(served.bus._log) == 2  # a page that connects next may resume from either
     finally:
         served.store.close()
+
+
+def test_an_event_nobody_can_receive_is_not_encoded_and_listeners_still_hear_it() -> None:
+    async def scenario() -> None:
+        bus = EventBus(replay_idle_s=IDLE_S)
+        heard: list[Any] = []
+        bus.add_listener(lambda event, data: heard.append(data))
+        time.sleep(IDLE_S * 1.5)
+        unheard = bus.publish("sample", {"n": 0})
+        assert unheard.raw == "" and heard == [{"n": 0}]
+        page, _ = bus.subscribe()
+        sent = bus.publish("sample", {"n": 1, "v": float("nan")})
+        assert sent.raw == '{"n":1,"v":null}' and heard[-1]["n"] == 1
+        bus.unsubscribe(page)
+
+    run_apart(scenario)

@@ -4,6 +4,8 @@ result equals what upserting every sample into one row per bucket gives."""
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvwatch.app.store.base import Sample
 from kvwatch.app.store.rollup import bucket_rows
@@ -41,3 +43,25 @@ def test_buckets_without_overlap_pass_through_in_order() -> None:
     table = bucket_table(t, v, 10)
     np.testing.assert_array_equal(merge([table[5:], table[:5]]), table)
     np.testing.assert_array_equal(table, upserted(list(zip(t, v, strict=True)), 10))
+
+
+samples = st.lists(st.tuples(st.sampled_from([100.0, 100.5, 101.0, 109.0, 110.0, 130.0, 600.0, 1201.0]),
+                             st.sampled_from([1.0, 2.0, 2.0, 9.0])), min_size=1, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(samples=samples)
+def test_samples_in_time_order_with_equal_stamps_fold_as_the_upsert_would(samples: list[tuple[float, float]]) -> None:
+    ordered = sorted(samples, key=lambda s: s[0])  # stable: equal stamps keep their arrival order
+    t, v = np.array(ordered).T
+    for width in (10, 60, 600):
+        np.testing.assert_array_equal(bucket_table(t, v, width), upserted(ordered, width))
+
+
+@settings(max_examples=300, deadline=None)
+@given(samples=samples)
+def test_samples_out_of_time_order_fold_as_the_same_samples_in_order(samples: list[tuple[float, float]]) -> None:
+    t, v = np.array(samples).T
+    order = np.argsort(t, kind="stable")
+    for width in (10, 60, 600):
+        np.testing.assert_array_equal(bucket_table(t, v, width), bucket_table(t[order], v[order], width))

@@ -1,21 +1,35 @@
-"""Stream positions count stamps as the page holds them: whole milliseconds."""
+"""StampRuns counts a backlog batch's points in arrays and a live batch's one by one: the same answers
+either way, for any run of stamps (equal stamps are common: SGLang logs whole seconds)."""
 
-from kvwatch.app.pipeline.sink import StampRuns, page_stamp
+from __future__ import annotations
 
-T0 = 1_796_547_944.370
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvwatch.app.pipeline.sink import SHORT_RUN, StampRuns
+
+seconds = st.lists(st.sampled_from([1771930154.0, 1771930154.0004, 1771930155.0, 1771930155.9999, 1771930156.5]),
+                   min_size=0, max_size=3 * SHORT_RUN)
 
 
-def test_stamps_within_one_millisecond_are_one_stamp() -> None:
-    # output lines stored 0.3 ms apart: the page's Date draws them at one x, so their positions
-    # must count on; counting each as a new stamp made an open tab drop the second and third
+@settings(max_examples=300, deadline=None)
+@given(batches=st.lists(seconds, max_size=5))
+def test_counting_in_arrays_answers_as_counting_one_by_one(batches: list[list[float]]) -> None:
+    one_by_one, in_arrays = StampRuns(), StampRuns()
+    for times in batches:
+        expected = sum(([one_by_one.advance("m", [t])] for t in times[:1]), [])
+        for t in times[1:]:
+            one_by_one.advance("m", [t])
+        got = in_arrays.advance("m", np.array(times))
+        assert got == (expected[0] if expected else 0)
+    assert in_arrays._last == one_by_one._last
+
+
+def test_a_long_batch_continuing_a_stamp_counts_on_from_it() -> None:
     runs = StampRuns()
-    assert runs.advance("completions", [[T0, 25.0]]) == 0
-    assert runs.advance("completions", [[T0 + 0.0003, 26.0]]) == 1
-    assert runs.advance("completions", [[T0 + 0.0004, 27.0], [T0 + 0.004, 32.0]]) == 2
-    assert runs.advance("completions", [[T0 + 0.004, 33.0]]) == 1
-
-
-def test_page_stamp_truncates_like_a_javascript_date() -> None:
-    # new Date(1796547944370.9).getTime() is 1796547944370
-    assert page_stamp(1_796_547_944.3709) == 1_796_547_944_370
-    assert page_stamp(1_796_547_944.0) == 1_796_547_944_000
+    assert runs.advance("m", [10.0, 10.0]) == 0
+    assert runs.advance("m", np.full(SHORT_RUN + 1, 10.0)) == 2
+    assert runs.advance("m", [10.0]) == SHORT_RUN + 3
+    assert runs.advance("m", np.r_[np.full(SHORT_RUN, 10.0), 11.0, 11.0]) == SHORT_RUN + 4
+    assert runs.advance("m", [11.0]) == 2
