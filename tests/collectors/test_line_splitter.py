@@ -6,6 +6,8 @@ here mix both within one file."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +15,8 @@ from kvwatch.collectors.base import Line
 from kvwatch.collectors.lines import LineSplitter
 
 MAX_LINE = 8
-ATOMS = [b"a", b"Decode batch, #running-req: 3", b"\n", b"\n", b"\n", b"\r", b"\xc3\xa9", b"\xff", b"\xef\xbf\xbd", b"x" * 9]
+ATOMS = [b"a", b"Decode batch, #running-req: 3", b"\n", b"\n", b"\n", b"\r", b"\xc3\xa9", b"\xff", b"\xef\xbf\xbd",
+         b"x" * 9]
 
 
 def expected(data: bytes, generation: int, offset: int, line_no: int) -> tuple[list[Line], int, int]:
@@ -46,7 +49,7 @@ def test_any_split_of_the_bytes_gives_the_model_s_lines(atoms: list[bytes], cuts
     splitter = LineSplitter("server_log", 3, offset, line_no, max_line=MAX_LINE)
     got: list[Line] = []
     bounds = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
-    for lo, hi in zip(bounds, bounds[1:]):
+    for lo, hi in pairwise(bounds):
         got += splitter.feed(data[lo:hi])
     lines, truncated, replaced = expected(data, 3, offset, line_no)
     assert got == lines
