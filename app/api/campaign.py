@@ -5,6 +5,12 @@
     POST /api/campaign/{host}/start    {"campaign": id of the planned campaign the person confirms}
     POST /api/campaign/{host}/pause | resume | stop
     GET  /api/campaign/{host}          the latest campaign: state, steps (predicted vs measured), table, prices
+The same under the host's own path, in one request each:
+    POST   /api/hosts/{name}/campaign  the plan (`candidates`, or [hosts.campaign]'s keys; none: the
+           config's) planned and started at once -> 202 {"campaign_id", ...}; the token is the consent
+    GET    /api/hosts/{name}/campaign  {"state", "steps": [{"flags", "predicted", "measured",
+           "skipped_reason", "run_id", ...}], "best": {"flags", "run_id"}, ...}
+    DELETE /api/hosts/{name}/campaign  stop it (the host is moved to the best config so far)
 Every POST needs the control token and the same origin, as a restart does; refusals are domain errors
 (NotFound: no controller, no campaign; Conflict: one campaign a host) answered by app/api/errors.py.
 """
@@ -17,7 +23,7 @@ from fastapi import APIRouter, Body, Depends, Request
 
 from kvwatch.app.api.deps import ServicesDep, require_host
 from kvwatch.app.api.restart import require_same_origin, require_token
-from kvwatch.app.campaign.service import CampaignService, view
+from kvwatch.app.campaign.service import CampaignService, hosts_view, view
 from kvwatch.app.errors import NotFound
 from kvwatch.app.services import Services
 
@@ -68,3 +74,21 @@ def campaign_resume(host: str, services: ServicesDep, request: Request) -> dict[
 @router.post("/api/campaign/{host}/stop", dependencies=GUARDED)
 def campaign_stop(host: str, services: ServicesDep, request: Request) -> dict[str, Any]:
     return view(_campaigns(services, host).halt(host, _who(request)))
+
+
+@router.post("/api/hosts/{name}/campaign", status_code=202, dependencies=GUARDED)
+def start_host_campaign(name: str, services: ServicesDep, request: Request,
+                        plan: OptionalBody = None) -> dict[str, Any]:
+    campaigns = _campaigns(services, name)
+    planned = campaigns.plan(name, plan, _who(request))
+    return hosts_view(campaigns.confirm(name, planned.id, _who(request)))
+
+
+@router.get("/api/hosts/{name}/campaign")
+def host_campaign(name: str, services: ServicesDep) -> dict[str, Any]:
+    return hosts_view(_campaigns(services, name).latest(name))
+
+
+@router.delete("/api/hosts/{name}/campaign", dependencies=GUARDED)
+def stop_host_campaign(name: str, services: ServicesDep, request: Request) -> dict[str, Any]:
+    return hosts_view(_campaigns(services, name).halt(name, _who(request)))

@@ -99,6 +99,7 @@ def host_row(services: Services, host: HostConfig, verdicts: VerdictCache, now: 
     ages = {name: source.get("last_line_age_s") for name, source in (health.get("sources") or {}).items()}
     return {
         "host": host.name,
+        "name": host.name,  # as GET /api/hosts names it
         "group": host.group,
         "collector_state": health.get("state"),
         "run": None if run is None else {"id": run["id"], "state": run["state"], "started_at": run["started_at"]},

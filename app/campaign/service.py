@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kvwatch.app.campaign.model import ACTIVE, CAMPAIGN_DOC, Campaign
 from kvwatch.app.campaign.planner import Predict, make_campaign, veto_check
 from kvwatch.app.campaign.runner import Runner
-from kvwatch.app.campaign.settings import plan_from_table
+from kvwatch.app.campaign.settings import plan_from_request
 from kvwatch.app.campaign.table import prices, rows
 from kvwatch.app.compare.settings import host_min_steady
 from kvwatch.app.controller.operation import Operation, new_run_id
@@ -149,7 +149,7 @@ class CampaignService:
         data = table or entry.campaign  # an empty body asks for the declared plan
         if data is None:
             raise NotFound(f"host {host!r} declares no [hosts.campaign] plan, and the request gives none")
-        plan = plan_from_table(data, f"hosts.{host}.campaign", host_min_steady(config, host))
+        plan = plan_from_request(data, f"hosts.{host}.campaign", host_min_steady(config, host))
         with self._lock:
             active = self._runners.get(host)
             if active is not None and active.campaign.state != "planned":
@@ -200,15 +200,30 @@ class CampaignService:
 
     def status(self, host: str) -> dict[str, Any]:
         """The host's latest campaign with its table; NotFound when it never had one."""
+        return view(self.latest(host))
+
+    def latest(self, host: str) -> Campaign:
+        """The host's active campaign, else its last one; NotFound when it never had one."""
         self.controller(host)
         with self._lock:
             runner = self._runners.get(host)
             found = [runner.campaign] if runner is not None else stored_campaigns(self.store, host)[-1:]
         if not found:
             raise NotFound(f"no campaign on host {host!r}")
-        return view(found[0])
+        return found[0]
 
 
 def view(campaign: Campaign) -> dict[str, Any]:
     return {**campaign.as_dict(), "table": rows(campaign),
             "prices": campaign.prices if campaign.state in ("done", "stopped") else prices(campaign)}
+
+
+def hosts_view(campaign: Campaign) -> dict[str, Any]:
+    """`view` in the words of `GET /api/hosts/{name}/campaign`: each step's `predicted` and
+    `skipped_reason`, and `best` as the best measured step's flags and run (None before one)."""
+    data = view(campaign)
+    steps = [{**step, "predicted": step["prediction"],
+              "skipped_reason": step["reason"] if step["status"] == "skipped" else None} for step in data["steps"]]
+    best = campaign.steps[campaign.best] if campaign.best is not None else None
+    return {**data, "campaign_id": campaign.id, "steps": steps, "best_index": campaign.best,
+            "best": {"flags": best.flags if best else None, "run_id": best.run_id if best else None}}

@@ -47,6 +47,15 @@ def test_totals_are_the_sums_of_the_hosts_own_status(services: Services, client:
     assert diffs == {"gpu1": {}, "gpu2": {"mem-fraction-static": 0.88}}  # a tie: the first host's config is common
 
 
+def test_a_row_carries_the_contract_s_names(services: Services, client: TestClient) -> None:
+    fill(services, "gpu1", time.time() - 60, 900.0, 300, 0.85)
+    row = next(r for r in client.get("/api/fleet").json()["hosts"] if r["host"] == "gpu1")
+    contract = ("name", "group", "run", "verdict", "alerts", "gen_throughput", "token_usage", "running_req",
+                "queue_req", "completions", "eta_s")
+    assert [key for key in contract if key not in row] == []
+    assert row["name"] == "gpu1" and row["gen_throughput"] == 929.0 and row["running_req"] == 40.0
+
+
 def test_a_host_with_a_firing_alert_comes_first(services: Services, client: TestClient) -> None:
     start = time.time() - 300
     fill(services, "gpu1", start, 900.0, 300, 0.85)

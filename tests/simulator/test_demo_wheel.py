@@ -48,9 +48,13 @@ class RunningDemo:
         with urllib.request.urlopen(self.url + path, timeout=30) as answer:
             return json.loads(answer.read())
 
-    def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST", headers={
-            "Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"})
+    def post(self, path: str, body: dict[str, Any] | None, method: str = "POST",
+             token: str | None = TOKEN) -> tuple[int, Any]:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=60) as answer:
                 return answer.status, json.loads(answer.read())
