@@ -47,6 +47,7 @@ export function createChart(element, panel, { series = [], range = null, markers
     uirevision: "keep",
   };
   element.threshold = panel.threshold;
+  element.note = panel.note;  // why the chart is empty, when the page knows (panels.js)
   element.stepTraces = panel.traces.map((trace) => Boolean(trace.steps));
   if (range) Object.assign(layout.xaxis, { range: range.map((t) => new Date(t * 1000)), autorange: false });
   Object.assign(layout, markerLayout(element, markers, labels, range || shownRange(element, markers)));
@@ -180,7 +181,9 @@ function markerLayout(element, markers, labels, range = shownRange(element, mark
     shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, name: `marker-${marker.kind}`,
                   line: { color: cssVar(marker.kind === "failure" ? "--bad" : "--marker"), width: 1.5, dash: "dash" } });
   }
-  return { shapes, annotations: labels ? labelRows(element, markers, range) : [] };
+  const note = element.note ? [{ text: element.note.split("\n").map(plainText).join("<br>"), xref: "paper", yref: "paper", x: 0.5, y: 0.5,
+                                 showarrow: false, font: { color: cssVar("--muted") }, name: "note" }] : [];
+  return { shapes, annotations: [...(labels ? labelRows(element, markers, range) : []), ...note] };
 }
 
 function plotWidth(element) {

@@ -27,9 +27,13 @@ export function renderChartSlots(container, charts, metrics = []) {
                                                                      "aria-label": panel.title })));
 }
 
+// Shown in a GPU chart of a host that has stored no GPU sample: `gpu` is off by default, so an empty
+// chart would look like a page that failed.
+export const NO_GPU_NOTE = "no GPU samples from this host\nthe collector runs nvidia-smi there with gpu = true in its [[hosts]] table";
+
 // The GPU charts get one thin line per GPU after the host lines, named as the store names the part
 // (`GPU3`, nvidia-smi's index); how many GPUs there are is the catalog's `parts` for the host.
-// Returns whether any chart's traces changed.
+// Returns whether any chart's traces (or its note) changed.
 export function setGpuParts(catalog) {
   let changed = false;
   for (const panel of PANELS.filter((p) => p.perGpu)) {
@@ -39,6 +43,10 @@ export function setGpuParts(catalog) {
     const parts = Array.from({ length: count }, (_, i) => ({ metric: panel.perGpu, rank: `GPU${i}`, name: `GPU${i}` }));
     if (panel.traces.length !== own.length + parts.length) changed = true;
     panel.traces = [...own, ...parts];
+    const stored = catalog?.host_metrics;
+    const note = stored && !own.some((t) => t.metric in stored) ? NO_GPU_NOTE : undefined;
+    if (note !== panel.note) changed = true;
+    panel.note = note;
   }
   return changed;
 }
