@@ -48,6 +48,7 @@ PROCESS_MODULES: tuple[str, ...] = (
     "tests/campaign/test_campaign_demo.py",
     "tests/campaign/test_campaign_page.py",
     "tests/campaign/test_campaign_survives.py",
+    "tests/campaign/test_campaign_hosts_api.py",
     "tests/alerts/test_alert_one_sender.py",
     "tests/compare/test_simulated_story.py",
     "tests/controller/test_demo_state_dir.py",
